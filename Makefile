@@ -1,0 +1,41 @@
+# Two commands: `make repro` regenerates every result and the report; `make test` runs the tests.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DVC_NO_ANALYTICS := 1
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup repro smoke test test-fast browser clean-venv
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+repro: setup
+	$(BIN)/python -m contrastive.config params.yaml
+	$(BIN)/dvc repro
+	@echo "Report: $(CURDIR)/reports/report.html"
+
+# The whole chain with tiny budgets, in a temporary copy (never touches this tree's results).
+smoke: setup
+	$(BIN)/python -m pytest -q tests/test_pipeline.py
+
+# Debian's chromium, for the test that opens the report in a real browser (needs root and apt).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+	  echo "chromium not installed: the browser test will be skipped"; }
+
+test: setup browser
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+clean-venv:
+	rm -rf $(VENV)

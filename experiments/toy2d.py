@@ -1,0 +1,14 @@
+"""Stage toy2d: the 2-D circle experiment over seeds and temperatures, and without negatives."""
+from contrastive.config import load_params
+from contrastive.examples import toy2d
+from contrastive.io import write_json
+
+if __name__ == "__main__":
+    p = load_params().examples.toy2d
+    write_json("results/examples/toy2d.json", {
+        "params": p.model_dump(),
+        "gradient_check_max_error": toy2d.gradient_check(),
+        "runs": [toy2d.run(seed, tau, p) for tau in p.taus for seed in p.seeds],
+        "pull_only": [toy2d.run(seed, min(p.taus), p, objective=toy2d.pull_only_objective)
+                      for seed in p.seeds],
+    })

@@ -1,0 +1,61 @@
+"""Batched view sampling t ~ T: every image of a batch gets its own random parameters.
+
+One affine_grid/grid_sample call crops, resizes and flips the whole batch; colour jitter and
+grayscale are tensor algebra. With the default options the random draws happen in exactly the
+order of the documents' tiny-SimCLR example, so the same generator gives the same views.
+"""
+import torch
+import torch.nn.functional as F
+
+
+def augment(x, gen, blur=False):
+    """Two-view augmentation of a batch x (n, 3, H, W) in [0, 1], drawing from generator `gen`.
+
+    - random resized crop: side s ~ U(0.55, 1) of the image (about 30-100% of the area), at a
+      random position, resized back to H x W; horizontal flip with probability 1/2;
+    - colour jitter: brightness and contrast factors ~ U(0.6, 1.4), a per-channel gain ~ U(0.6, 1.4);
+    - grayscale with probability 0.2; values clamped to [0, 1].
+    Optional, drawn after the above so the default sequence is unchanged:
+    - blur: a 3x3 Gaussian blur (sigma ~ U(0.1, 1.5)) on half of the images (SimCLR, MoCo v2).
+    """
+    n = len(x)
+    side = 0.55 + 0.45 * torch.rand(n, generator=gen)
+    shift = (1 - side)[:, None] * (2 * torch.rand(n, 2, generator=gen) - 1)
+    flip = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0)
+    theta = torch.zeros(n, 2, 3)
+    theta[:, 0, 0], theta[:, 1, 1], theta[:, :, 2] = side * flip, side, shift
+    x = F.grid_sample(x, F.affine_grid(theta, x.shape, align_corners=False), align_corners=False)
+
+    brightness = 1 + 0.8 * (torch.rand(n, 1, 1, 1, generator=gen) - 0.5)
+    contrast = 1 + 0.8 * (torch.rand(n, 1, 1, 1, generator=gen) - 0.5)
+    gain = 1 + 0.8 * (torch.rand(n, 3, 1, 1, generator=gen) - 0.5)
+    mean = x.mean((1, 2, 3), keepdim=True)
+    x = ((x - mean) * contrast + mean) * brightness * gain
+    gray = torch.rand(n, 1, 1, 1, generator=gen) < 0.2
+    x = torch.where(gray, x.mean(1, keepdim=True).expand_as(x), x).clamp(0, 1)
+
+    if blur:
+        x = gaussian_blur(x, sigma=0.1 + 1.4 * torch.rand(n, generator=gen),
+                          apply=torch.rand(n, generator=gen) < 0.5)
+    return x
+
+
+def gaussian_blur(x, sigma, apply):
+    """3x3 Gaussian blur with a per-image sigma (n,), applied where `apply` (n,) is true."""
+    offsets = torch.tensor([-1.0, 0.0, 1.0])
+    w = torch.exp(-0.5 * (offsets[None] / sigma[:, None]) ** 2)
+    w = w / w.sum(1, keepdim=True)                                 # (n, 3) separable weights
+    padded = F.pad(x, (1, 1, 1, 1), mode="replicate")
+    rows = sum(w[:, i, None, None, None] * padded[:, :, i:i + x.shape[2], :] for i in range(3))
+    out = sum(w[:, i, None, None, None] * rows[:, :, :, i:i + x.shape[3]] for i in range(3))
+    return torch.where(apply[:, None, None, None], out, x)
+
+
+def rotate_by_quarter_turns(x, k):
+    """Rotate image i of x (n, C, H, W) counter-clockwise by k[i] * 90 degrees (square images)."""
+    out = x.clone()
+    for turns in range(1, 4):
+        sel = k == turns
+        if sel.any():
+            out[sel] = torch.rot90(x[sel], turns, dims=(2, 3))
+    return out

@@ -1,0 +1,127 @@
+"""Evaluation on frozen features.
+
+Protocol (recorded with every figure): features are l2-normalised h = f(x) or z = g(f(x)),
+computed in eval mode (BN running statistics). The linear probe is multinomial logistic
+regression from zero weights, full-batch Adam (lr 0.05, 300 steps) with an L2 penalty
+1e-3 ||W||^2, as in the documents' example. The studies standardise each feature first (mean and
+SD of the labelled set): a pilot (seed 100, not a study seed) showed the unstandardised probe
+under-fitting its own training set, because normalised h vectors are nearly parallel and the
+penalty swamps their small discriminative directions. The documents' exact example keeps its
+unstandardised probe. The kNN classifiers use cosine similarity.
+"""
+import torch
+import torch.nn.functional as F
+
+from .augment import rotate_by_quarter_turns
+from .losses import alignment, uniformity
+
+
+@torch.no_grad()
+def embed(f, g, x, chunk=None):
+    """l2-normalised (h, z) of images x in eval mode; chunk splits a large x (None: one batch)."""
+    was_training = f.training
+    f.eval(), g.eval()
+    hs, zs = [], []
+    for part in (x.split(chunk) if chunk else [x]):
+        h = f(part)
+        hs.append(F.normalize(h, dim=1))
+        zs.append(F.normalize(g(h), dim=1))
+    f.train(was_training), g.train(was_training)
+    return torch.cat(hs), torch.cat(zs)
+
+
+def linear_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, l2=1e-3,
+                          standardize=False):
+    """Test accuracy of softmax regression W, b fitted on (h_train, y_train):
+    minimise CE(h W + b, y) + l2 ||W||^2 with full-batch Adam from W = 0, b = 0.
+    standardize: first map h -> (h - mean) / sd with the training set's statistics."""
+    if standardize:
+        mean, sd = h_train.mean(0), h_train.std(0) + 1e-6
+        h_train, h_test = (h_train - mean) / sd, (h_test - mean) / sd
+    n_classes = int(max(y_train.max(), y_test.max())) + 1
+    with torch.enable_grad():
+        W = torch.zeros(h_train.shape[1], n_classes, requires_grad=True)
+        b = torch.zeros(n_classes, requires_grad=True)
+        opt = torch.optim.Adam([W, b], lr=lr)
+        for _ in range(steps):
+            opt.zero_grad()
+            (F.cross_entropy(h_train @ W + b, y_train) + l2 * (W**2).sum()).backward()
+            opt.step()
+    with torch.no_grad():
+        return ((h_test @ W + b).argmax(1) == y_test).float().mean().item()
+
+
+def knn_accuracy(h_train, y_train, h_test, y_test, k=5):
+    """Majority vote of the k most cosine-similar training points (ties: torch.mode's choice,
+    the smallest label)."""
+    idx = (h_test @ h_train.T).topk(k, dim=1).indices
+    prediction = torch.mode(y_train[idx], dim=1).values
+    return (prediction == y_test).float().mean().item()
+
+
+def weighted_knn_accuracy(h_train, y_train, h_test, y_test, k=200, T=0.1):
+    """Weighted kNN of Wu et al. (2018), the MoCo-style monitor: each of the k nearest neighbours
+    votes for its class with weight exp(s / T), s its cosine similarity; the largest total wins."""
+    k = min(k, len(h_train))
+    s, idx = (h_test @ h_train.T).topk(k, dim=1)
+    n_classes = int(max(y_train.max(), y_test.max())) + 1
+    votes = torch.zeros(len(h_test), n_classes).scatter_add_(1, y_train[idx], torch.exp(s / T))
+    return (votes.argmax(1) == y_test).float().mean().item()
+
+
+def rotation_probe_accuracy(features, x_train, x_test, gen, **probe):
+    """How well a linear probe on frozen features predicts a rotation k * 90 degrees (k ~ U{0..3})
+    applied to held-out images. features: images -> (n, d) l2-normalised. Chance is 25%."""
+    k_train = torch.randint(0, 4, (len(x_train),), generator=gen)
+    k_test = torch.randint(0, 4, (len(x_test),), generator=gen)
+    return linear_probe_accuracy(features(rotate_by_quarter_turns(x_train, k_train)), k_train,
+                                 features(rotate_by_quarter_turns(x_test, k_test)), k_test, **probe)
+
+
+def tolerance(h, y):
+    """Wang & Liu's tolerance: mean cosine similarity of pairs of distinct samples of one class
+    (h l2-normalised)."""
+    s = h @ h.T
+    same = (y[:, None] == y[None, :]) & ~torch.eye(len(y), dtype=torch.bool)
+    return s[same].mean().item()
+
+
+@torch.no_grad()
+def alignment_uniformity(f, g, x, gen, augment_fn):
+    """Alignment of two augmented views and uniformity of one view, on h and on z."""
+    v1, v2 = augment_fn(x, gen), augment_fn(x, gen)
+    h1, z1 = embed(f, g, v1, chunk=1000)
+    h2, z2 = embed(f, g, v2, chunk=1000)
+    return {"h": {"alignment": alignment(h1, h2).item(), "uniformity": uniformity(h1).item()},
+            "z": {"alignment": alignment(z1, z2).item(), "uniformity": uniformity(z1).item()}}
+
+
+def evaluate_representation(f, g, data, p, seed, augment_fn):
+    """Every frozen-feature metric of one pretrained encoder, on h and on z.
+
+    Labelled set: the first p.n_labelled training images; test set: the first p.n_test test
+    images. Linear probe, majority kNN (k = p.knn_k), weighted kNN (k = p.wknn_k, T = p.wknn_t),
+    Wang & Liu's tolerance and the rotation probe per feature; alignment and uniformity on two
+    augmented views of the test images. `seed` fixes the rotations and views drawn here.
+    """
+    gen = torch.Generator().manual_seed(1_000_003 + seed)
+    rotations = lambda: torch.Generator().manual_seed(2_000_003 + seed)  # the same for h and z
+    x_lab, y_lab = data["x_train"][:p.n_labelled], data["y_train"][:p.n_labelled]
+    x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
+    h_lab, z_lab = embed(f, g, x_lab, chunk=1000)
+    h_test, z_test = embed(f, g, x_test, chunk=1000)
+    probe = dict(steps=p.probe_steps, lr=p.probe_lr, l2=p.probe_l2, standardize=p.probe_standardize)
+    out = alignment_uniformity(f, g, x_test, gen, augment_fn)
+    for name, train_feat, test_feat, pick in (("h", h_lab, h_test, 0), ("z", z_lab, z_test, 1)):
+        out[name].update({
+            "linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe),
+            "knn": knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.knn_k),
+            "wknn": weighted_knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.wknn_k, T=p.wknn_t),
+            "tolerance": tolerance(test_feat, y_test),
+            "rotation": rotation_probe_accuracy(lambda x: embed(f, g, x, chunk=1000)[pick],
+                                                x_lab, x_test, rotations(), **probe),
+        })
+    out["protocol"] = {"features": "l2-normalised, eval-mode BN", "n_labelled": len(y_lab),
+                       "n_test": len(y_test), "probe": probe, "knn_k": p.knn_k,
+                       "wknn": {"k": p.wknn_k, "T": p.wknn_t}}
+    return out

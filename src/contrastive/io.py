@@ -1,0 +1,56 @@
+"""Atomic file output: write to a temporary file beside the target, then rename.
+
+An interrupted stage therefore leaves either the old file or the new one, never half of one.
+"""
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+
+@contextmanager
+def atomic_path(path):
+    """Yield a temporary path in the target's folder; rename it onto `path` on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())    # mkstemp makes 0600; give the file normal permissions
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_json(path, obj):
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n")
+
+
+def read_json(path):
+    return json.loads(Path(path).read_text())
+
+
+def save_torch(path, obj):
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

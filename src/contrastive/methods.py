@@ -1,0 +1,168 @@
+"""Pretraining methods. Each is a module whose forward(v1, v2, labels, index) returns the loss of
+one training step on two views v1, v2 (N, 3, H, W) of the images with dataset indices `index`;
+labels are used only by the supervised methods. Each exposes f (image -> h) and g (h -> z).
+
+After forward, `last_z` holds the step's embeddings (detached) for the collapse check.
+"""
+import copy
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import losses
+from .models import make_encoder, make_head
+
+
+def _interleave(v1, v2):
+    """One batch of 2N views, rows 2i and 2i + 1 from image i: BN sees all views at once."""
+    return torch.stack([v1, v2], 1).flatten(0, 1)
+
+
+class SimCLR(nn.Module):
+    """SimCLR (Chen et al. 2020): z = g(f(t(x))) for both views of every image in one forward pass
+    (global BN over all 2N views), negatives from the batch, loss criterion(z1, z2)."""
+
+    def __init__(self, f, g, criterion):
+        super().__init__()
+        self.f, self.g, self.criterion = f, g, criterion
+
+    def forward(self, v1, v2, labels=None, index=None):
+        z = self.g(self.f(_interleave(v1, v2)))
+        self.last_z = z.detach()
+        return self.criterion(z[0::2], z[1::2])
+
+
+class MoCo(nn.Module):
+    """MoCo (He et al. 2020), with v2's MLP head as an option (choose g).
+
+    f, g: the query encoder and head (trained); a key encoder and head start as copies and follow
+    theta_k <- m theta_k + (1 - m) theta_q with no gradient. queue: K keys from earlier batches,
+    first in first out. T: temperature. bn_groups: the batch is split into this many groups, each
+    normalised by its own BN statistics (simulated devices); shuffle_bn permutes the keys across
+    the groups before the key encoder and restores the order after (MoCo's shuffling BN).
+    """
+
+    def __init__(self, f, g, dim, K, m, T, bn_groups=1, shuffle_bn=False):
+        super().__init__()
+        self.f, self.g = f, g
+        self.f_k, self.g_k = copy.deepcopy(f), copy.deepcopy(g)
+        for p in self.key_parameters():
+            p.requires_grad = False
+        self.K, self.m, self.T = K, m, T
+        self.bn_groups, self.shuffle_bn = bn_groups, shuffle_bn
+        self.register_buffer("queue", F.normalize(torch.randn(K, dim), dim=1))
+        self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
+
+    def query_parameters(self):
+        return list(self.f.parameters()) + list(self.g.parameters())
+
+    def key_parameters(self):
+        return list(self.f_k.parameters()) + list(self.g_k.parameters())
+
+    @torch.no_grad()
+    def _momentum_update_key_encoder(self):
+        for theta_k, theta_q in zip(self.key_parameters(), self.query_parameters()):
+            theta_k.mul_(self.m).add_(theta_q.detach(), alpha=1 - self.m)
+
+    @torch.no_grad()
+    def _dequeue_and_enqueue(self, keys):
+        """Overwrite the oldest len(keys) entries (FIFO, wrapping around)."""
+        slots = (self.queue_ptr + torch.arange(len(keys), device=keys.device)) % self.K
+        self.queue[slots] = keys
+        self.queue_ptr.fill_((self.queue_ptr + len(keys)) % self.K)
+
+    def _encode(self, f, g, x):
+        """g(f(x)) with each of the bn_groups chunks of the batch normalised on its own."""
+        return torch.cat([g(f(chunk)) for chunk in x.chunk(self.bn_groups)])
+
+    def forward(self, v1, v2, labels=None, index=None):
+        q = F.normalize(self._encode(self.f, self.g, v1), dim=1)
+        with torch.no_grad():
+            self._momentum_update_key_encoder()
+            if self.shuffle_bn:
+                perm = torch.randperm(len(v2), device=v2.device)
+                k = self._encode(self.f_k, self.g_k, v2[perm])[torch.argsort(perm)]
+            else:
+                k = self._encode(self.f_k, self.g_k, v2)
+            k = F.normalize(k, dim=1)
+        loss = losses.info_nce(q, k, self.queue.clone(), self.T)
+        self._dequeue_and_enqueue(k)
+        self.last_z = q.detach()
+        return loss
+
+
+class MemoryBank(nn.Module):
+    """Instance discrimination with a memory bank (Wu et al. 2018): one stored feature per training
+    image; the positive of image i is its stored feature, K negatives are sampled from the bank,
+    and after the step the stored feature moves towards the new one:
+    v_i <- normalise(m v_i + (1 - m) q_i). Uses one view per image."""
+
+    def __init__(self, f, g, dim, n_data, K, m, T):
+        super().__init__()
+        self.f, self.g = f, g
+        self.K, self.m, self.T = K, m, T
+        self.register_buffer("bank", F.normalize(torch.randn(n_data, dim), dim=1))
+
+    def forward(self, v1, v2, labels=None, index=None):
+        q = F.normalize(self.g(self.f(v1)), dim=1)
+        negatives = self.bank[torch.randint(0, len(self.bank), (self.K,), device=q.device)]
+        loss = losses.info_nce(q, self.bank[index], negatives, self.T)
+        with torch.no_grad():
+            self.bank[index] = F.normalize(self.m * self.bank[index] + (1 - self.m) * q, dim=1)
+        self.last_z = q.detach()
+        return loss
+
+
+class SupCon(nn.Module):
+    """Supervised contrastive (Khosla et al. 2020): both views of every image, positives all views
+    with the same label; L_out by default, L_in when inside=True."""
+
+    def __init__(self, f, g, tau, inside=False):
+        super().__init__()
+        self.f, self.g, self.tau, self.inside = f, g, tau, inside
+
+    def forward(self, v1, v2, labels=None, index=None):
+        z = self.g(self.f(_interleave(v1, v2)))
+        self.last_z = z.detach()
+        return losses.supcon(z, labels.repeat_interleave(2), self.tau, inside=self.inside)
+
+
+class Supervised(nn.Module):
+    """The supervised baseline: cross-entropy of a linear classifier on h, on both views."""
+
+    def __init__(self, f, n_classes):
+        super().__init__()
+        self.f, self.g = f, nn.Identity()
+        self.classifier = nn.Linear(f.dim, n_classes)
+
+    def forward(self, v1, v2, labels=None, index=None):
+        h = self.f(_interleave(v1, v2))
+        self.last_z = h.detach()
+        return F.cross_entropy(self.classifier(h), labels.repeat_interleave(2))
+
+
+def build_method(cfg, n_data, n_classes):
+    """The method of a RunConfig, with a freshly initialised encoder f and head g."""
+    f = make_encoder(cfg.encoder)
+    g = make_head(cfg.head, f.dim)
+    dim = f.dim if cfg.head == "none" else 32
+    if cfg.method == "simclr":
+        criteria = {
+            "nt_xent": lambda z1, z2: losses.nt_xent(z1, z2, cfg.tau, normalize=cfg.normalize),
+            "logistic": lambda z1, z2: losses.nt_logistic(z1, z2, cfg.tau),
+            "margin_triplet": lambda z1, z2: losses.margin_triplet(z1, z2, cfg.margin),
+        }
+        criterion = losses.SigLIPLoss() if cfg.loss == "siglip" else criteria[cfg.loss]
+        return SimCLR(f, g, criterion)
+    if cfg.method == "align_uniform":
+        return SimCLR(f, g, losses.align_uniform)
+    if cfg.method == "moco":
+        return MoCo(f, g, dim, cfg.queue, cfg.momentum, cfg.tau, cfg.bn_groups, cfg.shuffle_bn)
+    if cfg.method == "memory_bank":
+        return MemoryBank(f, g, dim, n_data, cfg.queue, cfg.momentum, cfg.tau)
+    if cfg.method == "supcon":
+        return SupCon(f, g, cfg.tau, inside=cfg.supcon_inside)
+    if cfg.method == "supervised":
+        return Supervised(f, n_classes)
+    raise ValueError(f"unknown method {cfg.method!r}")

@@ -1,0 +1,75 @@
+"""The shared training loop.
+
+Seeds: torch.manual_seed(seed) fixes initialisation (and the few draws methods make from the
+global generator); a torch.Generator seeded with `seed` fixes data order and augmentation.
+The thread count is set per run, because float results depend on it.
+"""
+import math
+import resource
+import time
+
+import torch
+from tqdm import tqdm
+
+from .augment import augment, rotate_by_quarter_turns
+
+COLLAPSE_STD = 1e-3     # per-dimension std of normalised embeddings below this means collapse
+CHECK_EVERY = 25        # steps between collapse checks
+
+
+def collapsed(z):
+    """True when the l2-normalised embeddings z (n, d) barely vary across the batch."""
+    return torch.nn.functional.normalize(z, dim=1).std(0).mean().item() < COLLAPSE_STD
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", blur=False,
+          rotate=False, desc="pretrain", progress=True):
+    """Adam on the method's loss for `steps` batches of `batch` images drawn with replacement.
+
+    Per step: draw indices, sample two views with `gen`, loss = method(v1, v2, labels, index),
+    one Adam step. Stops early on a NaN/inf loss (status 'diverged') or collapsed embeddings
+    (status 'collapsed'). Returns a record: status, steps_done, reason, final loss, loss curve.
+    """
+    params = [p for p in method.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps) if schedule == "cosine" else None
+    record = {"status": "ok", "steps_done": 0, "reason": None, "loss": None, "loss_curve": []}
+    curve_every = max(1, steps // 20)
+    for step in tqdm(range(steps), desc=desc, disable=not progress, leave=False, mininterval=2):
+        index = torch.randint(0, len(x_train), (batch,), generator=gen)
+        x = x_train[index]
+        v1, v2 = augment(x, gen, blur=blur), augment(x, gen, blur=blur)
+        if rotate:  # one more augmentation: k * 90 degrees, k ~ U{0..3}, drawn per view
+            v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (batch,), generator=gen))
+            v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (batch,), generator=gen))
+        loss = method(v1, v2, y_train[index], index)
+        value = loss.item()
+        if not math.isfinite(value):
+            record.update(status="diverged", reason=f"loss {value} at step {step}")
+            break
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if sched:
+            sched.step()
+        record["steps_done"] = step + 1
+        record["loss"] = value
+        if step % curve_every == 0 or step == steps - 1:
+            record["loss_curve"].append([step, value])
+        if (step + 1) % CHECK_EVERY == 0 and collapsed(method.last_z):
+            record.update(status="collapsed", reason=f"embedding std below {COLLAPSE_STD} at step {step}")
+            break
+    return record
+
+
+class Timer:
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start

@@ -1,0 +1,55 @@
+"""The committed reports/claims.json, checked independently of the analysis code: intervals and
+verdicts recomputed from the per-seed values it carries."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+CLAIMS = Path(__file__).resolve().parents[1] / "reports" / "claims.json"
+pytestmark = pytest.mark.skipif(not CLAIMS.exists(), reason="no committed reports/claims.json")
+
+
+def load():
+    return json.loads(CLAIMS.read_text())
+
+
+def ci95(x):
+    x = np.asarray(x, float)
+    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return x.mean() - half, x.mean() + half
+
+
+def test_every_arm_interval_recomputes():
+    checked = 0
+    for c in load():
+        for arm in c["arms"].values():
+            if arm.get("n", 0) >= 2 and "ci95" in arm:
+                assert ci95(arm["values"]) == pytest.approx(tuple(arm["ci95"]), rel=1e-9, abs=1e-12)
+                checked += 1
+    assert checked > 0
+
+
+def test_paired_verdicts_recompute():
+    paired = [c for c in load() if c["kind"] == "paired" and c["contrast"]["diff_mean"] is not None]
+    assert paired
+    for c in paired:
+        for contrast in c.get("contrasts", [c["contrast"]]):
+            a = np.asarray(c["arms"][contrast["a"]]["values"])
+            b = np.asarray(c["arms"][contrast["b"]]["values"])
+            d = a - b if contrast["direction"] == "greater" else b - a
+            lo, hi = ci95(d)
+            assert (lo, hi) == pytest.approx(tuple(contrast["diff_ci95"]))
+            p = stats.ttest_1samp(d, 0, alternative="greater").pvalue
+            assert contrast["p"] == pytest.approx(p)
+            m = contrast["margin"]
+            if lo > m and contrast["p_holm"] < 0.05:
+                expected = "reproduced"
+            elif hi < 0:
+                expected = "contradicted"
+            elif m > 0 and -m < lo and hi < m:
+                expected = "no meaningful effect"
+            else:
+                expected = "inconclusive"
+            assert contrast["verdict"] == expected, c["id"]
