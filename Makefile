@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro smoke test test-fast browser clean-venv
+.PHONY: setup repro readme smoke test test-fast browser clean-venv
 
 setup: $(VENV)/.installed
 
@@ -18,8 +18,13 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 repro: setup
 	$(BIN)/python -m contrastive.config params.yaml
-	$(BIN)/dvc repro
+	$(BIN)/python -m contrastive.timing $(BIN)/dvc repro
+	$(BIN)/python -m contrastive.readme
 	@echo "Report: $(CURDIR)/reports/report.html"
+
+# Refresh README's measured figures and pipeline diagram from the pipeline's files.
+readme: setup
+	$(BIN)/python -m contrastive.readme
 
 # The whole chain with tiny budgets, in a temporary copy (never touches this tree's results).
 smoke: setup

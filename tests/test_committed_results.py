@@ -53,3 +53,14 @@ def test_paired_verdicts_recompute():
             else:
                 expected = "inconclusive"
             assert contrast["verdict"] == expected, c["id"]
+
+
+def test_readme_figures_come_from_the_committed_files():
+    import os
+    import subprocess
+    import sys
+    root = CLAIMS.parents[1]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    result = subprocess.run([sys.executable, "-m", "contrastive.readme", "--check"], cwd=root, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

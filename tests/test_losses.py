@@ -8,7 +8,14 @@ import torch.nn.functional as F
 
 from contrastive import losses
 
-torch.set_default_dtype(torch.float64)
+
+
+@pytest.fixture(autouse=True)
+def float64():
+    """These checks run in float64 (gradcheck needs it); other test modules keep float32."""
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(torch.float32)
 
 
 def views(n=6, d=5, seed=0):
