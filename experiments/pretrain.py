@@ -1,25 +1,23 @@
-"""Stage pretrain@<condition>: pretrain and evaluate every seed of one condition.
+"""Stage pretrain@<study>: pretrain and evaluate every condition of one study over every seed.
 
-    python experiments/pretrain.py <condition>
+    python experiments/pretrain.py <study>
 
-Writes results/pretrain/<condition>/seed_<k>.json and artifacts/pretrain/<condition>/seed_<k>.pt.
+Writes results/pretrain/<study>/<condition>/seed_<k>.json and the checkpoints beside them under
+artifacts/pretrain/.
 """
 import sys
 
 from contrastive.config import load_params
 from contrastive.io import save_torch, write_json
-from contrastive.study import map_seeds, pretrain_seed
+from contrastive.study import map_runs, pretrain_seed, study_tasks
 
 if __name__ == "__main__":
     params = load_params()
-    if len(sys.argv) != 2 or sys.argv[1] not in params.pretrain.conditions:
-        print(f"usage: pretrain.py CONDITION (one of: {', '.join(params.pretrain.conditions)})",
-              file=sys.stderr)
+    if len(sys.argv) != 2 or sys.argv[1] not in params.pretrain.studies:
+        print(f"usage: pretrain.py STUDY (one of: {', '.join(params.pretrain.studies)})", file=sys.stderr)
         raise SystemExit(2)
-    condition = sys.argv[1]
-    cfg = params.pretrain.run_config(condition)
-    runs = map_seeds(pretrain_seed, params.pretrain.seeds, params.workers, condition, cfg, params)
-    for metrics, state in runs:
-        seed = metrics["seed"]
-        save_torch(f"artifacts/pretrain/{condition}/seed_{seed}.pt", state)
-        write_json(f"results/pretrain/{condition}/seed_{seed}.json", metrics)
+    study = sys.argv[1]
+    for metrics, state in map_runs(pretrain_seed, study_tasks(params, study), params.workers):
+        run = f"{study}/{metrics['condition']}/seed_{metrics['seed']}"
+        save_torch(f"artifacts/pretrain/{run}.pt", state)
+        write_json(f"results/pretrain/{run}.json", metrics)

@@ -3,13 +3,13 @@ seed at several thread counts (run one at a time, so their wall times are compar
 from contrastive.config import load_params
 from contrastive.examples import tiny_simclr
 from contrastive.io import write_json
-from contrastive.study import map_seeds
+from contrastive.study import map_runs
 
 if __name__ == "__main__":
     params = load_params()
     p = params.examples.tiny_simclr
     budget = (p.steps, p.batch, p.tau)
-    runs = map_seeds(tiny_simclr.run, p.seeds, params.workers, *budget, p.threads)
+    runs = map_runs(tiny_simclr.run, [(seed, *budget, p.threads) for seed in p.seeds], params.workers)
     repeat = tiny_simclr.run(p.thread_check_seed, *budget, p.threads)
     by_threads = [tiny_simclr.run(p.thread_check_seed, *budget, t) for t in p.thread_counts]
     write_json("results/examples/tiny_simclr.json", {

@@ -36,8 +36,11 @@ def test_paired_verdicts_recompute():
     assert paired
     for c in paired:
         for contrast in c.get("contrasts", [c["contrast"]]):
-            a = np.asarray(c["arms"][contrast["a"]]["values"])
-            b = np.asarray(c["arms"][contrast["b"]]["values"])
+            arm_a, arm_b = c["arms"][contrast["a"]], c["arms"][contrast["b"]]
+            by_seed_a = dict(zip(arm_a["seeds"], arm_a["values"]))
+            by_seed_b = dict(zip(arm_b["seeds"], arm_b["values"]))
+            a = np.asarray([by_seed_a[s] for s in contrast["seeds"]])
+            b = np.asarray([by_seed_b[s] for s in contrast["seeds"]])
             d = a - b if contrast["direction"] == "greater" else b - a
             lo, hi = ci95(d)
             assert (lo, hi) == pytest.approx(tuple(contrast["diff_ci95"]))

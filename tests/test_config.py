@@ -29,7 +29,7 @@ def test_committed_params_are_valid():
 
 def test_smoke_profile_overrides():
     p = parse_params(with_change("profile", "smoke"))
-    assert p.pretrain.seeds == [0, 1] and p.pretrain.defaults.steps < 50
+    assert p.pretrain.seeds == [0, 1] and p.pretrain.run_config("simclr").steps < 50
     assert p.pretrain.defaults.tau == GOOD["pretrain"]["defaults"]["tau"]   # untouched keys kept
 
 
@@ -47,8 +47,10 @@ BAD = [
     ("examples.toy2d.lr", -1, "examples.toy2d.lr"),
     ("threads", 0, "threads"),
     ("data.shapes.n_trian", 10, "data.shapes.n_trian"),
-    ("pretrain.conditions", {"x": {"tau": -1}}, "condition x"),
-    ("pretrain.conditions", {"x": {"bn_groups": 3}}, "bn_groups"),
+    ("pretrain.studies", {"s": {"x": {"tau": -1}}}, "studies.s.x: tau"),
+    ("pretrain.studies", {"s": {"x": {"bn_groups": 3}}}, "bn_groups"),
+    ("pretrain.studies", {"s": {"x": {}}, "t": {"x": {}}}, "more than one study"),
+    ("pretrain.studies", {}, "pretrain.studies"),
     ("profile", "fast", "profile"),
 ]
 

@@ -56,7 +56,7 @@ def test_smoke_pipeline_writes_report_and_claims(smoke_copy):
     html = (smoke_copy / "reports" / "report.html").read_text()
     assert '<table class="claims">' in html and "data:image/png;base64" in html
     assert not re.search(r"<script[^>]+src=|<link[^>]+href=\"?https?:", html), "the report must work offline"
-    for stage_output in ("results/examples/ntxent_numpy.json", "results/pretrain/simclr/seed_1.json",
+    for stage_output in ("results/examples/ntxent_numpy.json", "results/pretrain/simclr/simclr/seed_1.json",
                          "data/shapes.json"):
         assert (smoke_copy / stage_output).exists()
 

@@ -6,11 +6,13 @@ Each claim names where its measurements are and how they are judged (`kind`):
     range       every per-seed value inside a printed range [lo, hi] +- tolerance -> exact match | mismatch
     interval    the 95% interval of each arm's mean inside [lo, hi]           -> reproduced | contradicted | inconclusive
     paired      arm a against each arm in b, seed by seed (stats.verdict with Holm within the claim)
+    failure     the runs of a condition fail (diverge or collapse)    -> reproduced | contradicted | inconclusive
     not_tested  a reason why this study cannot test it                        -> not tested
 
 Measurements: {file, key} reads one value; {files: glob, key} one value per file (per seed, in
 seed order); {file, select: list-key, where: {field: value}, key} one value per selected record.
 A key is a dotted path ('*' maps over a list); `ratio: [a, b]` or `difference: [a, b]` instead of key combines two paths.
+{minus: [spec, spec]} and {spread: [spec, ...]} combine conditions seed by seed.
 """
 import glob
 import re
@@ -21,7 +23,7 @@ import yaml
 from . import stats
 from .io import read_json
 
-KINDS = {"exact", "bound", "range", "interval", "paired", "not_tested"}
+KINDS = {"exact", "bound", "range", "interval", "paired", "failure", "not_tested"}
 
 
 class ClaimError(Exception):
@@ -52,34 +54,57 @@ def _seed_order(path):
     return int(numbers[-1]) if numbers else path
 
 
-def measure(spec, root="."):
-    """The value, or the list of per-seed values, a measurement spec points to.
-
-    Records whose `status` is not 'ok' (diverged, collapsed) are failed runs, never values."""
-    root = Path(root)
+def _records(spec, root):
+    """The per-seed records a spec selects, or None when it names a single value."""
     if "files" in spec:
-        paths = sorted(glob.glob(str(root / spec["files"])), key=_seed_order)
+        paths = sorted(glob.glob(str(Path(root) / spec["files"])), key=_seed_order)
         if not paths:
             raise ClaimError(f"no files match {spec['files']}")
-        records = [read_json(p) for p in paths]
-    else:
-        data = read_json(root / spec["file"])
-        if "select" not in spec:
-            return _value(data, spec)
-        records = [r for r in _dig(data, spec["select"])
-                   if all(r.get(k) == v for k, v in (spec.get("where") or {}).items())]
-        if not records:
-            raise ClaimError(f"no records in {spec['file']}:{spec['select']} match {spec.get('where')}")
-    return [_value(r, spec) for r in records if r.get("status", "ok") == "ok"]
+        return [read_json(p) for p in paths]
+    data = read_json(Path(root) / spec["file"])
+    if "select" not in spec:
+        return None
+    records = [r for r in _dig(data, spec["select"])
+               if all(r.get(k) == v for k, v in (spec.get("where") or {}).items())]
+    if not records:
+        raise ClaimError(f"no records in {spec['file']}:{spec['select']} match {spec.get('where')}")
+    return records
+
+
+def measure_by_seed(spec, root="."):
+    """{seed: value} over the runs a spec selects. Failed runs (status not 'ok') give no value.
+
+    Derived specs combine others seed by seed: {minus: [a, b]} is a - b, {spread: [a, b, ...]}
+    is max - min (over the seeds every part has)."""
+    for op in ("minus", "spread"):
+        if op in spec:
+            parts = [measure_by_seed(s, root) for s in spec[op]]
+            seeds = sorted(set.intersection(*(set(p) for p in parts)))
+            if op == "minus":
+                return {s: parts[0][s] - parts[1][s] for s in seeds}
+            return {s: max(p[s] for p in parts) - min(p[s] for p in parts) for s in seeds}
+    records = _records(spec, root)
+    if records is None:
+        raise ClaimError("a single value has no seeds")
+    return {r.get("seed", i): _value(r, spec) for i, r in enumerate(records) if r.get("status", "ok") == "ok"}
+
+
+def measure(spec, root="."):
+    """The value a spec names, or the list of its per-seed values (in seed order)."""
+    if not any(op in spec for op in ("minus", "spread")) and _records(spec, root) is None:
+        return _value(read_json(Path(root) / spec["file"]), spec)
+    return list(measure_by_seed(spec, root).values())
 
 
 def failed_runs(spec, root="."):
-    """Statuses of runs in a per-seed spec that did not finish ('diverged', 'collapsed')."""
+    """Runs a per-seed spec selects that did not finish ('diverged', 'collapsed')."""
+    for op in ("minus", "spread"):
+        if op in spec:
+            return [f for s in spec[op] for f in failed_runs(s, root)]
     if "files" not in spec:
         return []
-    paths = sorted(glob.glob(str(Path(root) / spec["files"])), key=_seed_order)
     return [{"seed": r.get("seed"), "status": r["status"], "reason": r.get("reason")}
-            for r in map(read_json, paths) if r.get("status", "ok") != "ok"]
+            for r in _records(spec, root) if r.get("status", "ok") != "ok"]
 
 
 def _flatten(x):
@@ -136,11 +161,22 @@ def judge(claim, root="."):
             verdicts.append(stats.interval_verdict(out["arms"][name]["ci95"], lo, hi))
         out["verdict"] = _combine(verdicts)
 
+    elif kind == "failure":
+        failures = failed_runs(claim["runs"], root)
+        statuses = [r.get("status", "ok") for r in _records(claim["runs"], root)]
+        n = len(statuses)
+        out["arms"]["runs"] = {"values": statuses, "n": n, "failed": failures}
+        out["verdict"] = ("reproduced" if failures and len(failures) == n else
+                          "contradicted" if not failures else "inconclusive")
+        notes.append(f"{len(failures)} of {n} runs failed.")
+
     else:  # paired
         a, bs = claim["a"], claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
+        by_seed = {}
         for name in [a] + bs:
             spec = claim["arms"][name]
-            out["arms"][name] = _arm(measure(spec, root))
+            by_seed[name] = measure_by_seed(spec, root)
+            out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name])}
             failures = failed_runs(spec, root)
             if failures:
                 out["arms"][name]["failed"] = failures
@@ -149,15 +185,15 @@ def judge(claim, root="."):
         margin, direction = claim.get("margin", 0.0), claim.get("direction", "greater")
         contrasts = []
         for b in bs:
-            va, vb = out["arms"][a]["values"], out["arms"][b]["values"]
-            if len(va) != len(vb) or len(va) < 2:
-                contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin,
+            seeds = [s for s in by_seed[a] if s in by_seed[b]]
+            if len(seeds) < 2:
+                contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds,
                                   "diff_mean": None, "diff_ci95": None, "p": None, "p_holm": None,
                                   "verdict": "inconclusive"})
-                notes.append(f"{a} vs {b}: fewer than two paired seeds")
+                notes.append(f"{a} vs {b}: fewer than two seeds with both runs finished")
                 continue
-            c = stats.paired_contrast(va, vb, direction)
-            contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, **c})
+            c = stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction)
+            contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds, **c})
         tested = [c for c in contrasts if c["p"] is not None]
         for c, p_holm in zip(tested, stats.holm([c["p"] for c in tested])):
             c["p_holm"] = p_holm

@@ -27,7 +27,7 @@ def figures_block():
         stages = len(timing["stages_run"])
         lines.append(f"- Full `make repro` ({timing['profile']} profile, {stages} stages): "
                      f"{timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured {timing['date']}.")
-    runs = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/pretrain/simclr/seed_*.json"))]
+    runs = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/pretrain/*/simclr/seed_*.json"))]
     linear = [r["eval"]["h"]["linear"] for r in runs if r["status"] == "ok"]
     if linear:
         lines.append(f"- Plain SimCLR on `shapes` at the default budget (tau 0.2, MLP head, "

@@ -27,13 +27,16 @@ def peak_rss_mb():
 
 
 def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", blur=False,
-          rotate=False, desc="pretrain", progress=True):
+          rotate=False, channels_last=False, desc="pretrain", progress=True):
     """Adam on the method's loss for `steps` batches of `batch` images drawn with replacement.
 
     Per step: draw indices, sample two views with `gen`, loss = method(v1, v2, labels, index),
-    one Adam step. Stops early on a NaN/inf loss (status 'diverged') or collapsed embeddings
+    one Adam step. channels_last: run the convolutions in NHWC layout (faster on CPU; the
+    documents' exact example keeps NCHW so that its float sums match). Stops early on a NaN/inf loss (status 'diverged') or collapsed embeddings
     (status 'collapsed'). Returns a record: status, steps_done, reason, final loss, loss curve.
     """
+    if channels_last:
+        method.to(memory_format=torch.channels_last)
     params = [p for p in method.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps) if schedule == "cosine" else None
@@ -46,6 +49,8 @@ def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", 
         if rotate:  # one more augmentation: k * 90 degrees, k ~ U{0..3}, drawn per view
             v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (batch,), generator=gen))
             v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (batch,), generator=gen))
+        if channels_last:
+            v1, v2 = (v.contiguous(memory_format=torch.channels_last) for v in (v1, v2))
         loss = method(v1, v2, y_train[index], index)
         value = loss.item()
         if not math.isfinite(value):
