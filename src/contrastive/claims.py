@@ -226,9 +226,10 @@ def _effect_note(claim, c):
     unit = claim.get("effect_unit", "")
     lo, hi = (v * scale for v in c["diff_ci95"])
     ours = f"here {c['diff_mean'] * scale:.3g}{unit}, 95% CI {lo:.3g} to {hi:.3g}{unit}"
+    sign = "Effect in the claimed direction (positive supports the claim): "
     if claim.get("published_effect") is not None:
-        return f"Published effect {claim['published_effect']}; {ours}."
-    return f"Effect {ours}."
+        return f"{sign}published {claim['published_effect']}; {ours}."
+    return f"{sign}{ours}."
 
 
 def load_registry(path="analysis/claims.yaml"):

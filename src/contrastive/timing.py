@@ -1,9 +1,9 @@
-"""Run `dvc repro` (or any command), timing it; when stages actually ran, record the wall time.
+"""Run `dvc repro`, timing it; when every stage of the pipeline ran, record the wall time.
 
-    python -m contrastive.timing dvc repro
+    python -m contrastive.timing dvc repro [-f]
 
 Writes reports/repro_timing.json (seconds, the stages that ran, date, CPU, profile) so README and
-the report can quote a measured figure. A run that changed nothing leaves the record alone.
+the report can quote a measured figure for a full run. A partial or no-op run leaves it alone.
 """
 import datetime
 import re
@@ -26,7 +26,9 @@ def main(argv):
     code = process.wait()
     seconds = time.perf_counter() - start
     stages = re.findall(r"Running stage '([^']+)'", "".join(lines))
-    if code == 0 and stages:
+    every_stage = subprocess.run([argv[0], "stage", "list", "--name-only"], capture_output=True,
+                                 text=True).stdout.split()
+    if code == 0 and stages and set(every_stage) <= set(stages):
         from .config import read_params
         from .report import cpu_model
         write_json(RECORD, {"command": " ".join(argv), "seconds": round(seconds, 1), "stages_run": stages,
