@@ -48,7 +48,8 @@ def figures_block():
 
 
 def dag_block():
-    out = subprocess.run(["dvc", "dag", "--md"], capture_output=True, text=True)
+    beside = Path(sys.executable).parent / "dvc"            # the virtual environment's dvc
+    out = subprocess.run([str(beside) if beside.exists() else "dvc", "dag", "--md"], capture_output=True, text=True)
     return out.stdout.strip() if out.returncode == 0 else "(run `dvc dag --md`)"
 
 
