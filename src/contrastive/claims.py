@@ -91,7 +91,7 @@ def measure_by_seed(spec, root="."):
 
 def measure(spec, root="."):
     """The value a spec names, or the list of its per-seed values (in seed order)."""
-    if not any(op in spec for op in ("minus", "spread")) and _records(spec, root) is None:
+    if "file" in spec and "select" not in spec:          # one value, not one per seed
         return _value(read_json(Path(root) / spec["file"]), spec)
     return list(measure_by_seed(spec, root).values())
 
