@@ -2,14 +2,14 @@
 
     python experiments/pretrain.py <study>
 
-Writes results/pretrain/<study>/<condition>/seed_<k>.json and the checkpoints beside them under
-artifacts/pretrain/.
+Writes results/pretrain/<study>/<condition>/seed_<k>.json and the checkpoints under
+artifacts/pretrain/. The metrics record the checkpoint's sha256; `python -m contrastive.study
+RUN.json` checks a checkpoint and re-evaluates its run.
 """
 import sys
 
 from contrastive.config import load_params
-from contrastive.io import save_torch, write_json
-from contrastive.study import map_runs, pretrain_seed, study_tasks
+from contrastive.study import map_runs, pretrain_seed, save_run, study_tasks
 
 if __name__ == "__main__":
     params = load_params()
@@ -18,6 +18,4 @@ if __name__ == "__main__":
         raise SystemExit(2)
     study = sys.argv[1]
     for metrics, state in map_runs(pretrain_seed, study_tasks(params, study), params.workers):
-        run = f"{study}/{metrics['condition']}/seed_{metrics['seed']}"
-        save_torch(f"artifacts/pretrain/{run}.pt", state)
-        write_json(f"results/pretrain/{run}.json", metrics)
+        save_run(study, metrics, state)

@@ -179,6 +179,14 @@ class EvaluateParams(Strict):
     wknn_t: PositiveFloat = 0.1
 
 
+class DeterminismParams(Strict):
+    """One short pretraining of a condition, repeated, and at other thread counts."""
+    condition: str = "simclr"
+    seed: Annotated[int, Field(ge=0)] = 0
+    steps: Annotated[int, Field(ge=1)] = 100
+    thread_counts: Annotated[list[Threads], Field(min_length=1)] = [1, 2]
+
+
 class Params(Strict):
     profile: str = "default"
     threads: Threads = 1
@@ -187,7 +195,15 @@ class Params(Strict):
     examples: ExampleParams = ExampleParams()
     evaluate: EvaluateParams = EvaluateParams()
     pretrain: PretrainParams
+    determinism: DeterminismParams = DeterminismParams()
     profiles: dict[str, dict] = {}
+
+    @model_validator(mode="after")
+    def _determinism_condition_exists(self):
+        if self.determinism.condition not in self.pretrain.conditions:
+            raise ValueError(f"determinism.condition: {self.determinism.condition!r} is not a condition "
+                             "of pretrain.studies")
+        return self
 
 
 # ---------------------------------------------------------------- loading

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .augment import rotate_by_quarter_turns
-from .losses import alignment, uniformity
+from .losses import alignment, contrastive_accuracy, uniformity
 
 
 @torch.no_grad()
@@ -125,3 +125,16 @@ def evaluate_representation(f, g, data, p, seed, augment_fn):
                        "n_test": len(y_test), "probe": probe, "knn_k": p.knn_k,
                        "wknn": {"k": p.wknn_k, "T": p.wknn_t}}
     return out
+
+
+@torch.no_grad()
+def contrastive_top1(method, x, seed, views, normalize):
+    """How often the pretext task is solved on held-out images: the share of 2N views whose most
+    similar other view (by z, eval-mode BN) is their partner."""
+    gen = torch.Generator().manual_seed(3_000_017 + seed)
+    v1, v2 = views(x, gen), views(x, gen)
+    was_training = method.training
+    method.eval()
+    z1, z2 = method.g(method.f(v1)), method.g(method.f(v2))
+    method.train(was_training)
+    return contrastive_accuracy(z1, z2, normalize=normalize)

@@ -80,13 +80,15 @@ def supcon(z, labels, tau, inside=False):
     has_positive = positive.any(1)
     if not has_positive.any():
         return z.sum() * 0.0
-    logits, positive = logits[has_positive], positive[has_positive]
-    log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+    if not has_positive.all():                           # anchors without a positive have no term
+        logits, positive = logits[has_positive], positive[has_positive]
     n_positive = positive.sum(1)
+    log_denominator = torch.logsumexp(logits, dim=1)      # log sum_{a in A(i)} exp(s_ia / tau)
     if inside:
-        per_anchor = torch.logsumexp(log_prob.masked_fill(~positive, float("-inf")), 1) - n_positive.log()
+        per_anchor = torch.logsumexp(logits.masked_fill(~positive, float("-inf")), 1) - n_positive.log()
     else:
-        per_anchor = log_prob.masked_fill(~positive, 0.0).sum(1) / n_positive
+        per_anchor = logits.masked_fill(~positive, 0.0).sum(1) / n_positive
+    per_anchor = per_anchor - log_denominator
     return -per_anchor.mean()
 
 

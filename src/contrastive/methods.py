@@ -146,7 +146,6 @@ def build_method(cfg, n_data, n_classes):
     """The method of a RunConfig, with a freshly initialised encoder f and head g."""
     f = make_encoder(cfg.encoder)
     g = make_head(cfg.head, f.dim)
-    dim = f.dim if cfg.head == "none" else 32
     if cfg.method == "simclr":
         criteria = {
             "nt_xent": lambda z1, z2: losses.nt_xent(z1, z2, cfg.tau, normalize=cfg.normalize),
@@ -158,9 +157,9 @@ def build_method(cfg, n_data, n_classes):
     if cfg.method == "align_uniform":
         return SimCLR(f, g, losses.align_uniform)
     if cfg.method == "moco":
-        return MoCo(f, g, dim, cfg.queue, cfg.momentum, cfg.tau, cfg.bn_groups, cfg.shuffle_bn)
+        return MoCo(f, g, g.dim, cfg.queue, cfg.momentum, cfg.tau, cfg.bn_groups, cfg.shuffle_bn)
     if cfg.method == "memory_bank":
-        return MemoryBank(f, g, dim, n_data, cfg.queue, cfg.momentum, cfg.tau)
+        return MemoryBank(f, g, g.dim, n_data, cfg.queue, cfg.momentum, cfg.tau)
     if cfg.method == "supcon":
         return SupCon(f, g, cfg.tau, inside=cfg.supcon_inside)
     if cfg.method == "supervised":

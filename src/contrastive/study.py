@@ -6,16 +6,23 @@ machine two single-threaded runs use both cores better than one two-threaded run
 import math
 import multiprocessing
 import platform
+import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import torch
 
 from .augment import augment
-from .data import dataset_for
-from .evaluate import evaluate_representation
-from .losses import contrastive_accuracy
+from .config import RunConfig, load_params
+from .data import DataError, dataset_for
+from .evaluate import contrastive_top1, evaluate_representation
+from .io import read_json, save_torch, sha256, write_json
 from .methods import build_method
 from .train import Timer, peak_rss_mb, train
+
+
+class CheckpointError(Exception):
+    """A run's checkpoint is missing or does not match the sha256 recorded in its metrics."""
 
 
 def map_runs(fn, tasks, workers):
@@ -49,30 +56,96 @@ def pretrain_seed(seed, condition, cfg, params, data_dir="data"):
         record = train(method, data["x_train"], data["y_train"], gen, steps=cfg.steps, batch=cfg.batch,
                        lr=cfg.lr, schedule=cfg.schedule, blur=cfg.blur, rotate=cfg.rotate,
                        channels_last=cfg.channels_last, desc=f"{condition} seed {seed}")
-        evaluation = None
-        if record["status"] == "ok":
-            views = lambda x, g: augment(x, g, blur=cfg.blur)
-            evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views)
-            evaluation["contrastive_top1"] = contrastive_top1(method, data["x_test"][:512], seed, views,
-                                                              cfg.normalize)
+        evaluation = evaluate(method, cfg, data, eval_params, seed) if record["status"] == "ok" else None
     if cfg.method == "moco":   # the key encoder averages over about 1 / (1 - m) steps
         horizon = math.inf if cfg.momentum == 1 else 1 / (1 - cfg.momentum)
         record["key_horizon_steps"] = None if math.isinf(horizon) else horizon
         record["horizon_over_steps"] = None if math.isinf(horizon) else horizon / cfg.steps
-    metrics = {"condition": condition, "seed": seed, "config": cfg.model_dump(), **record,
+    metrics = {"condition": condition, "seed": seed, "config": cfg.model_dump(),
+               "n_data": len(data["x_train"]), "n_classes": len(data["classes"]), **record,
                "eval": evaluation, "wall_s": clock.seconds, "peak_rss_mb": peak_rss_mb(),
                "threads": threads, "torch": torch.__version__, "machine": platform.machine()}
     return metrics, method.state_dict()
 
 
-@torch.no_grad()
-def contrastive_top1(method, x, seed, views, normalize):
-    """How often the pretext task is solved on held-out images: the share of 2N views whose most
-    similar other view (by z, eval-mode BN) is their partner."""
-    gen = torch.Generator().manual_seed(3_000_017 + seed)
-    v1, v2 = views(x, gen), views(x, gen)
-    was_training = method.training
-    method.eval()
-    z1, z2 = method.g(method.f(v1)), method.g(method.f(v2))
-    method.train(was_training)
-    return contrastive_accuracy(z1, z2, normalize=normalize)
+NOT_RESULTS = {"wall_s", "peak_rss_mb", "threads", "checkpoint"}   # what may differ between equal runs
+
+
+def differences(a, b, path=""):
+    """[(field, value in a, value in b)] for every leaf where two runs' metrics differ, skipping
+    the bookkeeping in NOT_RESULTS."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for key in sorted(set(a) | set(b), key=str) if key not in NOT_RESULTS
+                for d in differences(a.get(key), b.get(key), f"{path}.{key}".lstrip("."))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [(path, a, b)]
+
+
+def evaluate(method, cfg, data, eval_params, seed):
+    """Every frozen-feature metric of a pretrained method, and how often it solves its pretext task."""
+    views = lambda x, gen: augment(x, gen, blur=cfg.blur)
+    evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views)
+    evaluation["contrastive_top1"] = contrastive_top1(method, data["x_test"][:512], seed, views, cfg.normalize)
+    return evaluation
+
+
+def save_run(study, metrics, state, root="."):
+    """Write a run's checkpoint to artifacts/pretrain/, then its metrics (with the checkpoint's
+    sha256) to results/pretrain/: a metrics file exists only beside a complete checkpoint."""
+    run = f"{study}/{metrics['condition']}/seed_{metrics['seed']}"
+    checkpoint = f"artifacts/pretrain/{run}.pt"
+    save_torch(Path(root, checkpoint), state)
+    metrics = {**metrics, "checkpoint": {"path": checkpoint, "sha256": sha256(Path(root, checkpoint))}}
+    write_json(Path(root, f"results/pretrain/{run}.json"), metrics)
+
+
+def load_run(metrics_path, root="."):
+    """(metrics, method) of a finished run, its checkpoint checked against the sha256 recorded
+    in its metrics; CheckpointError says what is wrong and how to get the file back."""
+    metrics = read_json(metrics_path)
+    if metrics.get("checkpoint") is None:
+        raise CheckpointError(f"{metrics_path}: no checkpoint recorded (an older or failed run)")
+    path, study = Path(root, metrics["checkpoint"]["path"]), Path(metrics["checkpoint"]["path"]).parts[2]
+    fix = f"restore it with `dvc checkout {path.relative_to(root)}` or retrain with `dvc repro -f pretrain@{study}`"
+    if not path.exists():
+        raise CheckpointError(f"{path}: missing checkpoint; {fix}")
+    if sha256(path) != metrics["checkpoint"]["sha256"]:
+        raise CheckpointError(f"{path}: contents do not match the sha256 in {metrics_path} "
+                              f"(corrupted or truncated); {fix}")
+    cfg = RunConfig(**metrics["config"])
+    torch.manual_seed(metrics["seed"])
+    method = build_method(cfg, n_data=metrics["n_data"], n_classes=metrics["n_classes"])
+    if cfg.channels_last:       # the layout it was trained and evaluated in
+        method.to(memory_format=torch.channels_last)
+    method.load_state_dict(torch.load(path, weights_only=True))
+    return metrics, method
+
+
+def reevaluate(metrics_path):
+    """Re-run the evaluation of a finished run from its checkpoint: the figures must equal the
+    recorded ones (same params, threads and data). Prints recorded and recomputed probes on h."""
+    params = load_params()
+    metrics, method = load_run(metrics_path)
+    torch.set_num_threads(metrics["threads"])
+    cfg = RunConfig(**metrics["config"])
+    data = dataset_for(cfg.dataset, params.data)
+    again = evaluate(method, cfg, data, params.evaluate, metrics["seed"])
+    recorded = metrics["eval"]
+    for probe in ("linear", "knn", "wknn"):
+        print(f"{probe:7s} on h: recorded {recorded['h'][probe]:.4f}, recomputed {again['h'][probe]:.4f}")
+    same = again == recorded
+    print("identical to the recorded evaluation" if same else "differs from the recorded evaluation")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python -m contrastive.study results/pretrain/<study>/<condition>/seed_<k>.json",
+              file=sys.stderr)
+        raise SystemExit(2)
+    try:
+        raise SystemExit(reevaluate(sys.argv[1]))
+    except (CheckpointError, DataError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1)

@@ -23,7 +23,13 @@ def collapsed(z):
 
 
 def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident memory in MB: VmHWM, which starts afresh when a process is
+    started (ru_maxrss, the fallback off Linux, carries over the parent's peak)."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", blur=False,

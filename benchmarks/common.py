@@ -1,0 +1,44 @@
+"""Shared by the benchmarks: timings taken side by side, in alternation, so that a noisy machine
+slows every contender alike. Only ratios measured in one run are meant to be compared."""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def alternate(contenders, repeats=5, warmup=1):
+    """Median seconds per call of each no-argument callable in `contenders` (name -> fn), calling
+    them in turn (A, B, C, A, B, C, ...) after `warmup` untimed rounds."""
+    times = {name: [] for name in contenders}
+    for round_ in range(warmup + repeats):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            fn()
+            if round_ >= warmup:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def peak_mb_of(code):
+    """Peak resident memory (MB) of a fresh Python process running `code`, minus that of one that
+    only imports torch: the memory the code itself needed. Read from VmHWM, which starts afresh at
+    exec (ru_maxrss would carry over the parent's peak)."""
+    def peak(body):
+        probe = (f"import torch\n{body}\nprint([l.split()[1] for l in open('/proc/self/status') "
+                 "if l.startswith('VmHWM')][0])")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+        return int(out.stdout.split()[-1]) / 1024
+    return peak(code) - peak("pass")
+
+
+def machine():
+    """The CPU model and the cores this process may use."""
+    from contrastive.report import cpu_model
+    return f"{cpu_model()}, {len(os.sched_getaffinity(0))} cores"
+
+
+def header(title):
+    import torch
+    print(f"# {title}\n# {machine()}; torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
