@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro readme smoke test test-fast browser clean-venv
+.PHONY: setup repro readme smoke bench test test-fast browser clean-venv
 
 setup: $(VENV)/.installed
 
@@ -29,6 +29,18 @@ readme: setup
 # The whole chain with tiny budgets, in a temporary copy (never touches this tree's results).
 smoke: setup
 	$(BIN)/python -m pytest -q tests/test_pipeline.py
+
+# Benchmarks (benchmarks/*.py print ratios measured side by side, and write reports/benchmarks/),
+# then README's table. Needs an up-to-date pipeline (make repro); the throughput benchmark reads
+# the article's script from ../shared/seeds and says so when it is absent. About 15 minutes.
+bench: setup
+	$(BIN)/pip install --quiet --disable-pip-version-check -r benchmarks/requirements.txt
+	$(BIN)/python benchmarks/losses.py
+	$(BIN)/python benchmarks/augment.py
+	$(BIN)/python benchmarks/flops.py
+	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/pipeline.py
+	$(BIN)/python -m contrastive.readme
 
 # Debian's chromium, for the test that opens the report in a real browser (needs root and apt).
 browser:

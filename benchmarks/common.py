@@ -5,6 +5,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def alternate(contenders, repeats=5, warmup=1):
@@ -37,6 +38,18 @@ def machine():
     """The CPU model and the cores this process may use."""
     from contrastive.report import cpu_model
     return f"{cpu_model()}, {len(os.sched_getaffinity(0))} cores"
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "reports" / "benchmarks"
+
+
+def record(name, figures):
+    """Write a benchmark's figures, with the machine and date, to reports/benchmarks/<name>.json
+    (README's benchmark table is generated from these files)."""
+    import torch
+    from contrastive.io import write_json
+    write_json(RESULTS / f"{name}.json", {"machine": machine(), "torch": torch.__version__,
+                                          "date": time.strftime("%Y-%m-%d"), **figures})
 
 
 def header(title):

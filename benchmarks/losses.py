@@ -12,7 +12,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from common import alternate, header, peak_mb_of
+from common import alternate, header, peak_mb_of, record
 from contrastive.losses import nt_xent, supcon
 
 
@@ -61,6 +61,7 @@ def main(argv):
     header(f"loss forward+backward, {a.threads} thread(s), d = 128")
     print(f"{'loss':8s} {'batch N':>8s} {'ours ms':>9s} {'plain ms':>9s} {'speed-up':>9s} "
           f"{'ours MB':>8s} {'plain MB':>9s} {'memory ratio':>13s}")
+    rows = []
     for name, (ours, plain) in CASES.items():
         for n in a.batches:
             env = {}
@@ -71,9 +72,12 @@ def main(argv):
             t = alternate({"ours": run(ours), "plain": run(plain)}, repeats=5 if n <= 1024 else 3)
             memory = {side: peak_mb_of(f"{IMPORT_THIS}\n{SETUP.format(n=n)}\n{expr}.backward()")
                       for side, expr in (("ours", ours), ("plain", plain))}
+            rows.append({"loss": name, "batch": n, "ours_ms": 1e3 * t["ours"], "plain_ms": 1e3 * t["plain"],
+                         "ours_mb": memory["ours"], "plain_mb": memory["plain"]})
             print(f"{name:8s} {n:8d} {1e3 * t['ours']:9.1f} {1e3 * t['plain']:9.1f} "
                   f"{t['plain'] / t['ours']:8.2f}x {memory['ours']:8.0f} {memory['plain']:9.0f} "
                   f"{memory['plain'] / max(memory['ours'], 1):12.2f}x")
+    record("losses", {"threads": a.threads, "rows": rows})
 
 
 if __name__ == "__main__":

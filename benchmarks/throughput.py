@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import header
+from common import header, record
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_984cbe9e788e5d0d.txt"
 STEPS, BATCH = 300, 128
@@ -84,8 +84,12 @@ def main(argv):
     check_same_losses(outputs["script, 2 x 1 thread"], outputs["ours, NCHW, 2 x 1 thread"])
     base = min(walls["script as written"])
     print(f"{'contender':28s} {'sweep s':>8s} {'images/s':>9s} {'vs script':>10s}")
+    rows = []
     for name, w in walls.items():
-        print(f"{name:28s} {min(w):8.1f} {a.seeds * STEPS * BATCH / min(w):9.0f} {base / min(w):9.2f}x")
+        rows.append({"contender": name, "sweep_s": min(w), "images_per_s": a.seeds * STEPS * BATCH / min(w),
+                     "vs_script": base / min(w)})
+        print(f"{name:28s} {min(w):8.1f} {rows[-1]['images_per_s']:9.0f} {base / min(w):9.2f}x")
+    record("throughput", {"seeds": a.seeds, "steps": STEPS, "batch": BATCH, "repeats": a.repeats, "rows": rows})
     return 0
 
 

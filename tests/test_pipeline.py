@@ -1,45 +1,59 @@
 """The whole chain under the smoke profile, in a temporary copy: a fresh `dvc repro`, a well-formed
-report and claims.json, a no-op second run, and the report opened in a real headless browser."""
+report and claims.json, a no-op second run, the report opened in a real headless browser, a run
+killed with SIGKILL and resumed, a checked re-evaluation from a checkpoint, and failed runs."""
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from contrastive.study import differences
+from contrastive.timing import copy_project
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SKIP_PARTS = {"results", "reports", "data", "artifacts"}
 pytestmark = pytest.mark.slow
 
 
-def project_files():
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout.split("\n")
-    return [f for f in out if f and Path(f).parts[0] not in SKIP_PARTS and f != "dvc.lock"
-            and (ROOT / f).is_file()]
-
-
-def dvc(args, cwd):
+def environment(home=None):
     env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{BIN}:{os.environ['PATH']}"}
-    return subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if home:    # an empty home folder: whatever the pipeline writes outside the repository shows up there
+        env = {k: v for k, v in env.items() if not k.startswith(("XDG_", "JUPYTER", "IPYTHON", "MPLCONFIG"))}
+        env["HOME"] = str(home)
+    return env
+
+
+def dvc(args, cwd, home=None):
+    return subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, env=environment(home), capture_output=True, text=True)
+
+
+def smoke_tree(folder):
+    """The project's files (no results) in `folder`, with the smoke profile selected."""
+    return copy_project(ROOT, folder, profile="smoke")
 
 
 @pytest.fixture(scope="module")
-def smoke_copy(tmp_path_factory):
-    copy = tmp_path_factory.mktemp("smoke")
-    for f in project_files():
-        (copy / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, copy / f)
-    params = copy / "params.yaml"
-    params.write_text(re.sub(r"(?m)^profile: \w+", "profile: smoke", params.read_text()))
-    subprocess.run(["git", "init", "-q"], cwd=copy, check=True)
-    result = dvc(["repro"], copy)
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest.fixture(scope="module")
+def smoke_copy(tmp_path_factory, home):
+    copy = smoke_tree(tmp_path_factory.mktemp("smoke"))
+    result = dvc(["repro"], copy, home=home)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return copy
+
+
+def result_files(root):
+    return sorted(p.relative_to(root) for pattern in ("results/**/*.json", "data/*.json", "reports/claims.json")
+                  for p in root.glob(pattern))
 
 
 def test_smoke_pipeline_writes_report_and_claims(smoke_copy):
@@ -86,3 +100,79 @@ def test_report_renders_offline_in_headless_chromium(smoke_copy, tmp_path):
     subprocess.run([chromium(), *flags, "--window-size=1200,900", f"--screenshot={shot}", report.as_uri()],
                    capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_nothing_is_written_outside_the_repository(smoke_copy, home):
+    written = [str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()]
+    assert written == [], f"the pipeline wrote into $HOME: {written[:10]}"
+
+
+def test_sigkill_mid_pipeline_then_repro_gives_the_same_results(smoke_copy, tmp_path):
+    """Kill `dvc repro` (its whole process group) while a pretraining stage is writing runs, then
+    run it again: every result file equals the uninterrupted run's, bar wall time and memory."""
+    copy = smoke_tree(tmp_path / "killed")
+    repro = subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=copy, env=environment(), start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while not list(copy.glob("results/pretrain/*/*/seed_*.json")) and repro.poll() is None:
+        assert time.time() < deadline
+        time.sleep(0.05)
+    os.killpg(repro.pid, signal.SIGKILL)
+    repro.wait()
+    assert not (copy / "reports" / "claims.json").exists()          # it was killed mid-way
+    result = dvc(["repro"], copy)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result_files(copy) == result_files(smoke_copy)
+    for f in result_files(copy):
+        a, b = json.loads((copy / f).read_text()), json.loads((smoke_copy / f).read_text())
+        assert differences(a, b) == [], f
+    assert dvc(["status", "--quiet"], copy).returncode == 0
+
+
+def study_module(args, cwd):
+    return subprocess.run([sys.executable, "-m", "contrastive.study", *args], cwd=cwd, env=environment(),
+                          capture_output=True, text=True)
+
+
+def test_checkpoint_is_checked_and_reproduces_its_evaluation(smoke_copy, tmp_path):
+    run = "results/pretrain/simclr/simclr/seed_1.json"
+    result = study_module([run], smoke_copy)
+    assert result.returncode == 0 and "identical to the recorded evaluation" in result.stdout, result.stderr
+    checkpoint = smoke_copy / json.loads((smoke_copy / run).read_text())["checkpoint"]["path"]
+    good = checkpoint.read_bytes()
+    try:
+        checkpoint.unlink()                                  # never write through a link into DVC's cache
+        checkpoint.write_bytes(good[: len(good) // 2])
+        result = study_module([run], smoke_copy)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "seed_1.pt: contents do not match the sha256" in result.stderr
+        assert "dvc checkout artifacts/pretrain/simclr/simclr/seed_1.pt" in result.stderr
+        assert "dvc repro -f pretrain@simclr" in result.stderr
+        checkpoint.unlink()
+        result = study_module([run], smoke_copy)
+        assert result.returncode == 1 and "missing checkpoint" in result.stderr
+    finally:
+        checkpoint.write_bytes(good)
+
+
+def test_failed_runs_are_shown_as_failed_never_averaged(smoke_copy, tmp_path):
+    """Mark one run as diverged, re-analyse and re-render outside DVC: the claim counts it as failed,
+    its arm has one value fewer, and the report names it."""
+    copy = tmp_path / "failed"
+    shutil.copytree(smoke_copy, copy, symlinks=True)
+    run = copy / "results/pretrain/simclr/simclr_tau01/seed_1.json"
+    metrics = json.loads(run.read_text())
+    run.write_text(json.dumps({**metrics, "status": "diverged", "reason": "loss nan at step 4", "eval": None}))
+    for stage in ("analyze", "render_report"):
+        result = subprocess.run([sys.executable, f"experiments/{stage}.py"], cwd=copy, env=environment(),
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr[-3000:]
+    claims = {c["id"]: c for c in json.loads((copy / "reports/claims.json").read_text())}
+    touched = [c for c in claims.values() if any(a.get("failed") for a in c["arms"].values())]
+    assert touched, "no claim reports the failed run"
+    for claim in touched:
+        arm = next(a for a in claim["arms"].values() if a.get("failed"))
+        assert arm["failed"][0]["status"] == "diverged" and arm["n"] == len(arm["values"]) == 1
+        assert "failed" in claim["note"]
+    html = (copy / "reports/report.html").read_text()
+    assert "diverged" in html and "loss nan at step 4" in html

@@ -4,7 +4,9 @@
     python -m contrastive.readme --check  # exit 1 if README.md is out of date
 
 The block sits between `<!-- figures:begin -->` and `<!-- figures:end -->`; the pipeline
-diagram between `<!-- dag:begin -->` and `<!-- dag:end -->` comes from `dvc dag --md`.
+diagram between `<!-- dag:begin -->` and `<!-- dag:end -->` comes from `dvc dag --md`; the
+benchmark table between `<!-- benchmarks:begin -->` and `<!-- benchmarks:end -->` from
+reports/benchmarks/*.json, written by `make bench`.
 """
 import glob
 import json
@@ -47,6 +49,45 @@ def figures_block():
     return "\n".join(lines) or "- No results yet: run `make repro`."
 
 
+def benchmarks_block():
+    """One table row per measured ratio, each with the machine and date it was measured on."""
+    rows = []
+    t = _load("reports/benchmarks/throughput.json")
+    if t:
+        by = {r["contender"]: r for r in t["rows"]}
+        base = by["script as written"]
+        for name in ("script, 2 x 1 thread", "ours, NCHW, 2 x 1 thread", "ours, NHWC, 2 x 1 thread"):
+            rows.append((f"tiny SimCLR, {t['seeds']} seeds x {t['steps']} steps x {t['batch']} images: {name} "
+                         "vs the article's script as written", f"{by[name]['images_per_s']:.0f} vs "
+                         f"{base['images_per_s']:.0f} images/s", f"{by[name]['vs_script']:.2f}x", t))
+    a = _load("reports/benchmarks/augment.json")
+    for r in (a or {}).get("rows", []):
+        rows.append((f"two augmented views of {r['batch']} images, {a['threads']} thread: kornia / ours",
+                     f"{r['kornia ms']:.1f} vs {r['ours ms']:.1f} ms", f"{r['kornia / ours']:.2f}x", a))
+        rows.append((f"the same: torchvision v2 per image / ours", f"{r['tv2 loop ms']:.1f} vs {r['ours ms']:.1f} ms",
+                     f"{r['tv2 loop / ours']:.2f}x", a))
+    f = _load("reports/benchmarks/flops.json")
+    for r in (f or {}).get("rows", []):
+        rows.append((f"SimCLR step, batch {f['batch']}, {r['layout']}, {f['threads']} thread: GFLOP/s of the "
+                     "float32 matmul peak", f"{r['gflops']:.1f} of {f['matmul_peak_gflops']:.1f} GFLOP/s",
+                     f"{r['fraction_of_peak']:.0%}", f))
+    lo = _load("reports/benchmarks/losses.json")
+    for r in (lo or {}).get("rows", []):
+        rows.append((f"{r['loss']} forward+backward, N = {r['batch']}: straightforward / ours, time and peak memory",
+                     f"{r['plain_ms']:.1f} vs {r['ours_ms']:.1f} ms; {r['plain_mb']:.0f} vs {r['ours_mb']:.0f} MB",
+                     f"{r['plain_ms'] / r['ours_ms']:.2f}x; {r['plain_mb'] / max(r['ours_mb'], 1):.2f}x", lo))
+    p = _load("reports/benchmarks/pipeline.json")
+    for r in (p or {}).get("rows", []):
+        share = f"{r['seconds_in_dvc'] / r['seconds']:.1%} in DVC" if r["seconds_in_dvc"] is not None else "n/a"
+        rows.append((f"{r['run']}, {r['stages']} stages", f"{r['seconds']:.1f} s", share, p))
+    if not rows:
+        return "No benchmarks recorded yet: run `make bench`."
+    table = ["| benchmark | measured | ratio | machine, date |", "|---|---|---|---|"]
+    table += [f"| {what} | {measured} | {ratio} | {src['machine']}, torch {src['torch']}, {src['date']} |"
+              for what, measured, ratio, src in rows]
+    return "\n".join(table)
+
+
 def dag_block():
     beside = Path(sys.executable).parent / "dvc"            # the virtual environment's dvc
     out = subprocess.run([str(beside) if beside.exists() else "dvc", "dag", "--md"], capture_output=True, text=True)
@@ -54,7 +95,7 @@ def dag_block():
 
 
 def render(text):
-    for name, block in (("figures", figures_block()), ("dag", dag_block())):
+    for name, block in (("figures", figures_block()), ("dag", dag_block()), ("benchmarks", benchmarks_block())):
         text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
                       lambda m: m.group(1) + block + "\n" + m.group(2), text, flags=re.S)
     return text

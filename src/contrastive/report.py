@@ -1,6 +1,7 @@
 """Helpers for the report notebook: formatting judged claims, seed plots, and rendering the
 notebook to one self-contained HTML file (no script, no stylesheet from anywhere else)."""
 import html
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,10 @@ def render_notebook(source, output):
     from nbconvert import HTMLExporter
 
     from .io import atomic_path
+    cache = Path.cwd() / ".cache"   # the kernel's runtime files, IPython's profile, matplotlib's fonts
+    for variable, folder in (("JUPYTER_RUNTIME_DIR", "jupyter/runtime"), ("JUPYTER_DATA_DIR", "jupyter/data"),
+                             ("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "matplotlib")):
+        os.environ.setdefault(variable, str(cache / folder))
     notebook = jupytext.read(source)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(notebook, kernel_name="python3", timeout=600,

@@ -9,10 +9,12 @@ dvc running experiments/) was alive, sampled every 20 ms.
 """
 import datetime
 import re
+import shutil
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 
@@ -35,6 +37,25 @@ def time_in_stage_commands(pid, done):
         seconds += (now - last) if busy else 0.0
         last = now
     return seconds
+
+
+OUTPUTS = {"results", "reports", "data", "artifacts"}
+
+
+def copy_project(source, dest, profile=None):
+    """The project's files as git sees them (tracked and not ignored), without the pipeline's
+    outputs and dvc.lock, into a fresh git repository at `dest`; optionally with another profile."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=source,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    for f in listed:
+        if f and Path(f).parts[0] not in OUTPUTS and f != "dvc.lock" and (Path(source) / f).is_file():
+            (Path(dest) / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(source) / f, Path(dest) / f)
+    if profile:
+        params = Path(dest) / "params.yaml"
+        params.write_text(re.sub(r"(?m)^profile: \w+", f"profile: {profile}", params.read_text()))
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    return Path(dest)
 
 
 def main(argv):

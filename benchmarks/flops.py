@@ -1,0 +1,56 @@
+"""The encoder's training throughput in GFLOP/s against the machine's float32 matmul peak.
+
+    python benchmarks/flops.py [--threads 1] [--batch 128]
+
+One SimCLR step of the studies' model (small CNN + MLP head, two views of `batch` 32 x 32 images,
+NT-Xent, backward) with FLOPs counted by torch.utils.flop_counter, in NCHW and channels_last;
+the peak is a 2048 x 2048 float32 matmul on the same thread count. Augmentation and the optimizer
+step are left out: they are not FLOPs of the encoder.
+"""
+import argparse
+import sys
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from common import alternate, header, record
+from contrastive.losses import nt_xent
+from contrastive.methods import SimCLR
+from contrastive.models import SmallCNN, make_head
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=128)
+    a = parser.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    v1, v2 = torch.rand(2, a.batch, 3, 32, 32)
+    models, views = {}, {}
+    for layout, fmt in (("NCHW", torch.contiguous_format), ("channels_last", torch.channels_last)):
+        models[layout] = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1, z2, 0.2)).to(memory_format=fmt)
+        views[layout] = (v1.contiguous(memory_format=fmt), v2.contiguous(memory_format=fmt))
+    step = lambda layout: lambda: models[layout](*views[layout]).backward()
+    with FlopCounterMode(display=False) as counter:
+        step("NCHW")()
+    flops = counter.get_total_flops()
+    m = torch.rand(2048, 2048)
+    t = alternate({"matmul": lambda: m @ m, "NCHW": step("NCHW"), "channels_last": step("channels_last")},
+                  repeats=9, warmup=2)
+    peak = 2 * 2048 ** 3 / t["matmul"] / 1e9
+    header(f"SimCLR step (forward + backward), batch {a.batch} x 2 views, {a.threads} thread(s)")
+    print(f"# {flops / 1e9:.2f} GFLOP per step; float32 matmul peak {peak:.1f} GFLOP/s")
+    print(f"{'layout':14s} {'ms/step':>8s} {'GFLOP/s':>8s} {'of peak':>8s}")
+    rows = []
+    for layout in ("NCHW", "channels_last"):
+        rate = flops / t[layout] / 1e9
+        rows.append({"layout": layout, "ms_per_step": 1e3 * t[layout], "gflops": rate, "fraction_of_peak": rate / peak})
+        print(f"{layout:14s} {1e3 * t[layout]:8.1f} {rate:8.1f} {rate / peak:8.1%}")
+    record("flops", {"threads": a.threads, "batch": a.batch, "gflop_per_step": flops / 1e9,
+                     "matmul_peak_gflops": peak, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,64 @@
+"""The pipeline's own speed: a no-op `dvc repro`, the smoke profile end to end, and the share of
+wall time spent in DVC itself (not in stage commands), here and in the last full default run.
+
+    python benchmarks/pipeline.py
+
+The smoke run happens in a temporary copy of the project; the full default run is read from
+reports/repro_timing.json, written by `make repro` when every stage ran.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import header, record
+from contrastive.timing import copy_project
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run(args, cwd):
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{BIN}:{os.environ['PATH']}"}
+    start = time.perf_counter()
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    if result.returncode:
+        raise SystemExit(f"{' '.join(map(str, args))} failed:\n{result.stderr[-2000:]}")
+    return time.perf_counter() - start, result.stdout
+
+
+def main():
+    header("pipeline wall time and DVC's share of it")
+    noop_times = []
+    for _ in range(3):
+        seconds, out = run([BIN / "dvc", "repro"], ROOT)
+        if "up to date" not in out and "didn't change" not in out:
+            raise SystemExit("the pipeline is not up to date here: run `make repro` first")
+        noop_times.append(seconds)
+    noop = statistics.median(noop_times)
+    stages = len(run([BIN / "dvc", "stage", "list", "--name-only"], ROOT)[1].split())
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = copy_project(ROOT, tmp, profile="smoke")
+        smoke_wall, _ = run([sys.executable, "-m", "contrastive.timing", BIN / "dvc", "repro"], copy)
+        smoke = json.loads((copy / "reports" / "repro_timing.json").read_text())
+    full = json.loads((ROOT / "reports" / "repro_timing.json").read_text())
+    rows = [{"run": "no-op `dvc repro`", "stages": stages, "seconds": noop, "seconds_in_dvc": noop},
+            {"run": "smoke profile, every stage", "stages": len(smoke["stages_run"]), "seconds": smoke["seconds"],
+             "seconds_in_dvc": smoke["seconds_in_dvc"]},
+            {"run": f"default profile, every stage ({full['date']})", "stages": len(full["stages_run"]),
+             "seconds": full["seconds"], "seconds_in_dvc": full.get("seconds_in_dvc")}]
+    print(f"{'run':42s} {'stages':>6s} {'wall s':>8s} {'in DVC s':>9s} {'DVC share':>10s}")
+    for r in rows:
+        share = f"{r['seconds_in_dvc'] / r['seconds']:9.1%}" if r["seconds_in_dvc"] is not None else "      n/a"
+        dvc_s = f"{r['seconds_in_dvc']:9.1f}" if r["seconds_in_dvc"] is not None else "      n/a"
+        print(f"{r['run']:42s} {r['stages']:6d} {r['seconds']:8.1f} {dvc_s} {share}")
+    record("pipeline", {"rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""The training loop's early stops, determinism of a whole run, and atomic writes under SIGKILL."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import torch.nn as nn
+
+from contrastive.config import DataParams, read_params
+from contrastive.data import build_dataset, save_dataset
+from contrastive.losses import nt_xent
+from contrastive.methods import SimCLR
+from contrastive.models import SmallCNN, make_head
+from contrastive.study import differences, pretrain_seed
+from contrastive.train import CHECK_EVERY, train
+
+
+def images(n=32, size=8, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.rand(n, 3, size, size, generator=gen), torch.randint(0, 4, (n,), generator=gen)
+
+
+class NaNAfter:
+    """NT-Xent that turns into NaN from the `k`-th call on (0-based)."""
+    def __init__(self, k):
+        self.k, self.calls = k, 0
+
+    def __call__(self, z1, z2):
+        self.calls += 1
+        loss = nt_xent(z1, z2, 0.2)
+        return loss * float("nan") if self.calls > self.k else loss
+
+
+class Constant(nn.Module):
+    """A head whose output does not depend on its input: every embedding is the same vector."""
+    def forward(self, h):
+        return torch.ones(len(h), 8) + 0 * h.sum(1, keepdim=True)
+
+
+def test_nan_loss_stops_the_run_as_diverged():
+    torch.manual_seed(0)
+    x, y = images()
+    method = SimCLR(SmallCNN(), make_head("mlp", 64), NaNAfter(3))
+    record = train(method, x, y, torch.Generator().manual_seed(0), steps=20, batch=8, lr=1e-3, progress=False)
+    assert record["status"] == "diverged" and record["steps_done"] == 3
+    assert "nan" in record["reason"] and "step 3" in record["reason"]
+    assert torch.isfinite(torch.tensor(record["loss"]))        # the last finite loss, not the NaN
+
+
+def test_infinite_loss_stops_the_run_as_diverged():
+    torch.manual_seed(0)
+    x, y = images()
+    method = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1, z2, 0.2) + float("inf"))
+    record = train(method, x, y, torch.Generator().manual_seed(0), steps=5, batch=8, lr=1e-3, progress=False)
+    assert record["status"] == "diverged" and record["steps_done"] == 0 and "inf" in record["reason"]
+
+
+def test_constant_embeddings_stop_the_run_as_collapsed():
+    torch.manual_seed(0)
+    x, y = images()
+    method = SimCLR(SmallCNN(), Constant(), lambda z1, z2: nt_xent(z1, z2, 0.2))
+    record = train(method, x, y, torch.Generator().manual_seed(0), steps=3 * CHECK_EVERY, batch=8, lr=1e-3,
+                   progress=False)
+    assert record["status"] == "collapsed" and record["steps_done"] == CHECK_EVERY
+    assert f"step {CHECK_EVERY - 1}" in record["reason"]
+
+
+def test_a_healthy_run_is_not_stopped():
+    torch.manual_seed(0)
+    x, y = images()
+    method = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1, z2, 0.2))
+    record = train(method, x, y, torch.Generator().manual_seed(0), steps=CHECK_EVERY + 1, batch=8, lr=1e-3,
+                   progress=False)
+    assert record["status"] == "ok" and record["steps_done"] == CHECK_EVERY + 1 and record["reason"] is None
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    """The repository's params with a 60-image dataset and a small evaluation, and that dataset."""
+    data_dir = tmp_path_factory.mktemp("data")
+    params = read_params()
+    params = params.model_copy(update={
+        "data": DataParams(shapes={"n_train": 60, "n_test": 40}),
+        "evaluate": params.evaluate.model_copy(update={"n_labelled": 40, "n_test": 40, "probe_steps": 20,
+                                                       "wknn_k": 10})})
+    save_dataset(build_dataset("shapes", params.data), "shapes", data_dir)
+    return params, data_dir
+
+
+@pytest.mark.parametrize("condition", ["simclr", "moco_m099_s300", "supcon_out"])
+def test_the_same_run_twice_gives_bit_identical_metrics(tiny_study, condition):
+    params, data_dir = tiny_study
+    cfg = params.pretrain.run_config(condition).model_copy(update={"steps": 6, "batch": 16, "queue": 32})
+    a, state_a = pretrain_seed(1, condition, cfg, params, data_dir)
+    b, state_b = pretrain_seed(1, condition, cfg, params, data_dir)
+    assert a["status"] == "ok" and a["eval"]["h"]["linear"] > 0
+    assert differences(a, b) == []                        # every value but wall time and memory
+    assert all(torch.equal(state_a[k], state_b[k]) for k in state_a)
+    assert a["wall_s"] > 0 and a["peak_rss_mb"] > 0
+
+
+def test_differences_names_each_changed_leaf():
+    a = {"loss": 1.0, "eval": {"h": {"linear": 0.5}}, "curve": [[0, 2.0], [1, 1.5]], "wall_s": 3}
+    b = {"loss": 1.0, "eval": {"h": {"linear": 0.6}}, "curve": [[0, 2.0], [1, 1.4]], "wall_s": 4}
+    assert differences(a, b) == [("curve[1][1]", 1.5, 1.4), ("eval.h.linear", 0.5, 0.6)]
+
+
+WRITER = """
+import sys, time
+from contrastive import io
+path, kind = sys.argv[1], sys.argv[2]
+with io.atomic_path(path) as tmp:
+    with open(tmp, "w") as f:
+        f.write("half of the new conten")
+        f.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+"""
+
+
+def test_sigkill_during_a_write_leaves_the_old_file(tmp_path):
+    target = tmp_path / "metrics.json"
+    target.write_text(json.dumps({"old": True}))
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(target), "json"], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    assert json.loads(target.read_text()) == {"old": True}
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name != "metrics.json"]
+    assert all(name.endswith(".tmp") for name in leftovers)     # ignored by git; never read by a stage
