@@ -44,8 +44,10 @@ def read_json(path):
 
 
 def save_torch(path, obj):
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+    """torch.save through a file handle: given a path, torch names the archive's folder after the
+    file, and the temporary name would then make equal contents differ byte for byte."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        torch.save(obj, f)
 
 
 def sha256(path):
