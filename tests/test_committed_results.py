@@ -67,3 +67,17 @@ def test_readme_figures_come_from_the_committed_files():
     result = subprocess.run([sys.executable, "-m", "contrastive.readme", "--check"], cwd=root, env=env,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_every_committed_run_records_time_and_stays_under_4_gb():
+    """The default profile's budget: each run records its wall time and peak memory, and no run
+    (nor a worker process holding several) went above 4 GB."""
+    runs = [json.loads(p.read_text()) for p in CLAIMS.parents[1].glob("results/pretrain/*/*/seed_*.json")]
+    assert len(runs) >= 200
+    assert all(r["wall_s"] > 0 and r["peak_rss_mb"] > 0 for r in runs)
+    assert max(r["peak_rss_mb"] for r in runs) < 4096
+
+
+def test_committed_determinism_check_found_the_repeat_identical():
+    det = json.loads((CLAIMS.parents[1] / "results" / "determinism.json").read_text())
+    assert det["repeat_differences"] == []

@@ -176,3 +176,34 @@ def test_failed_runs_are_shown_as_failed_never_averaged(smoke_copy, tmp_path):
         assert "failed" in claim["note"]
     html = (copy / "reports/report.html").read_text()
     assert "diverged" in html and "loss nan at step 4" in html
+
+
+def test_queued_experiments_run_in_parallel(smoke_copy, tmp_path):
+    """`dvc exp run --queue` twice, then `dvc queue start -j 2`: both experiments finish, each with
+    its own parameter value, and the workspace's results are left as they were."""
+    copy = tmp_path / "queue"
+    shutil.copytree(smoke_copy, copy, symlinks=True)
+    git = {**environment(), "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org",
+           "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.org"}
+    subprocess.run(["git", "add", "-A"], cwd=copy, check=True, env=git)
+    subprocess.run(["git", "commit", "-qm", "smoke results"], cwd=copy, check=True, env=git)
+    for tau in ("0.3", "0.5"):
+        queued = dvc(["exp", "run", "--queue", "--name", f"tau{tau[-1]}", "-S", f"examples.ntxent_numpy.loss_tau={tau}"], copy)
+        assert queued.returncode == 0, queued.stderr
+    started = dvc(["queue", "start", "-j", "2"], copy)
+    assert started.returncode == 0, started.stderr
+    deadline = time.time() + 900
+    while True:
+        status = dvc(["queue", "status"], copy).stdout
+        if "Queued" not in status and "Running" not in status:
+            break
+        assert time.time() < deadline, status
+        time.sleep(3)
+    dvc(["queue", "stop"], copy)
+    assert status.count("Success") == 2, status
+    shown = json.loads(dvc(["exp", "show", "--json"], copy).stdout)
+    taus = sorted(exp["data"]["params"]["params.yaml"]["data"]["examples"]["ntxent_numpy"]["loss_tau"]
+                  for commit in shown for exp in (commit.get("experiments") or []) for exp in exp["revs"])
+    assert taus == [0.3, 0.5], shown
+    assert (copy / "results/examples/ntxent_numpy.json").read_text() == \
+        (smoke_copy / "results/examples/ntxent_numpy.json").read_text()

@@ -19,30 +19,31 @@ def augment(x, gen, blur=False):
     - blur: a 3x3 Gaussian blur (sigma ~ U(0.1, 1.5)) on half of the images (SimCLR, MoCo v2).
     """
     n = len(x)
+    rand = lambda *shape: torch.rand(*shape, generator=gen).to(x.device)  # drawn on the CPU: same views on any device
     side = 0.55 + 0.45 * torch.rand(n, generator=gen)
     shift = (1 - side)[:, None] * (2 * torch.rand(n, 2, generator=gen) - 1)
     flip = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0)
     theta = torch.zeros(n, 2, 3)
     theta[:, 0, 0], theta[:, 1, 1], theta[:, :, 2] = side * flip, side, shift
-    x = F.grid_sample(x, F.affine_grid(theta, x.shape, align_corners=False), align_corners=False)
+    grid = F.affine_grid(theta.to(x.device, x.dtype), x.shape, align_corners=False)
+    x = F.grid_sample(x, grid, align_corners=False)
 
-    brightness = 1 + 0.8 * (torch.rand(n, 1, 1, 1, generator=gen) - 0.5)
-    contrast = 1 + 0.8 * (torch.rand(n, 1, 1, 1, generator=gen) - 0.5)
-    gain = 1 + 0.8 * (torch.rand(n, 3, 1, 1, generator=gen) - 0.5)
+    brightness = 1 + 0.8 * (rand(n, 1, 1, 1) - 0.5)
+    contrast = 1 + 0.8 * (rand(n, 1, 1, 1) - 0.5)
+    gain = 1 + 0.8 * (rand(n, 3, 1, 1) - 0.5)
     mean = x.mean((1, 2, 3), keepdim=True)
     x = ((x - mean) * contrast + mean) * brightness * gain
-    gray = torch.rand(n, 1, 1, 1, generator=gen) < 0.2
+    gray = rand(n, 1, 1, 1) < 0.2
     x = torch.where(gray, x.mean(1, keepdim=True).expand_as(x), x).clamp(0, 1)
 
     if blur:
-        x = gaussian_blur(x, sigma=0.1 + 1.4 * torch.rand(n, generator=gen),
-                          apply=torch.rand(n, generator=gen) < 0.5)
+        x = gaussian_blur(x, sigma=0.1 + 1.4 * rand(n), apply=rand(n) < 0.5)
     return x
 
 
 def gaussian_blur(x, sigma, apply):
     """3x3 Gaussian blur with a per-image sigma (n,), applied where `apply` (n,) is true."""
-    offsets = torch.tensor([-1.0, 0.0, 1.0])
+    offsets = torch.tensor([-1.0, 0.0, 1.0], device=x.device)
     w = torch.exp(-0.5 * (offsets[None] / sigma[:, None]) ** 2)
     w = w / w.sum(1, keepdim=True)                                 # (n, 3) separable weights
     padded = F.pad(x, (1, 1, 1, 1), mode="replicate")

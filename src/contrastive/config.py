@@ -119,6 +119,7 @@ class RunConfig(Strict):
     momentum: Annotated[float, Field(ge=0, le=1)] = 0.99  # MoCo key encoder / memory bank update
     queue: Annotated[int, Field(ge=1)] = 1024             # MoCo queue length K, bank negatives
     bn_groups: Annotated[int, Field(ge=1)] = 1            # simulated devices, each with its own BN
+    ranks: Annotated[int, Field(ge=1, le=64)] = 1         # processes sharing the batch (torch.distributed)
     shuffle_bn: bool = False
     supcon_inside: bool = False
     blur: bool = False
@@ -127,8 +128,8 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _groups_divide_batch(self):
-        if self.batch % self.bn_groups:
-            raise ValueError(f"bn_groups ({self.bn_groups}) must divide batch ({self.batch})")
+        if self.batch % (self.ranks * self.bn_groups):
+            raise ValueError(f"ranks x bn_groups ({self.ranks} x {self.bn_groups}) must divide batch ({self.batch})")
         return self
 
 
@@ -136,7 +137,7 @@ class PretrainParams(Strict):
     """studies: study name -> {condition name -> overrides of defaults}. One DVC stage per study
     runs all its conditions and seeds; condition names are unique across studies."""
     seeds: Seeds = [0, 1, 2, 3, 4]
-    steps_scale: Annotated[float, Field(gt=0, le=100)] = 1.0   # every condition's steps x this (profiles)
+    steps_scale: Annotated[float, Field(gt=0, le=1000)] = 1.0   # every condition's steps x this (profiles)
     defaults: RunConfig = RunConfig()
     studies: Annotated[dict[str, Annotated[dict[str, dict | None], Field(min_length=1)]], Field(min_length=1)]
 
@@ -190,6 +191,8 @@ class DeterminismParams(Strict):
 class Params(Strict):
     profile: str = "default"
     threads: Threads = 1
+    device: Literal["auto", "cpu", "cuda"] = "auto"   # auto: CUDA when torch sees a GPU
+    amp: bool = True                                  # bfloat16 autocast on CUDA (no effect on CPU)
     workers: Annotated[int, Field(ge=1, le=64)] = 2
     data: DataParams = DataParams()
     examples: ExampleParams = ExampleParams()

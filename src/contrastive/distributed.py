@@ -9,8 +9,11 @@ rounding. Every helper here is the identity in a single process.
     torchrun --nproc-per-node 2 experiments/pretrain.py <study>     # gloo on CPU, NCCL on GPUs
 """
 import os
+import tempfile
+from pathlib import Path
 
 import torch
+import torch.multiprocessing
 import torch.distributed as dist
 import torch.nn as nn
 
@@ -40,6 +43,25 @@ def init_from_env(device):
         if device.type == "cuda":
             torch.cuda.set_device(device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+
+def run_on_ranks(ranks, fn, *args):
+    """fn(*args) in `ranks` fresh CPU processes joined by gloo (torchrun's job, done in-process for
+    a pipeline stage or a test); returns rank 0's result."""
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.multiprocessing.start_processes(_rank_main, args=(ranks, tmp, fn, args), nprocs=ranks,
+                                              start_method="spawn")
+        return torch.load(Path(tmp, "result.pt"), weights_only=False)
+
+
+def _rank_main(rank, ranks, tmp, fn, args):
+    dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank, world_size=ranks)
+    try:
+        result = fn(*args)
+        if rank == 0:
+            torch.save(result, Path(tmp, "result.pt"))
+    finally:
+        dist.destroy_process_group()
 
 
 def local_slice(x):
@@ -125,3 +147,14 @@ def global_batch_norm(module):
                 gathered.load_state_dict(child.state_dict())
                 setattr(parent, name, gathered.to(child.weight.device))
     return module
+
+
+def data_parallel(method, device):
+    """The module to call for a training step: method itself in one process; across ranks, method
+    with global BN where it asks for it (method.global_bn), wrapped in DistributedDataParallel,
+    which averages gradients over the ranks."""
+    if world()[1] == 1:
+        return method
+    if getattr(method, "global_bn", True):
+        global_batch_norm(method)
+    return nn.parallel.DistributedDataParallel(method, device_ids=[device.index] if device.type == "cuda" else None)

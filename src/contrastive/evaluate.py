@@ -18,14 +18,16 @@ from .losses import alignment, contrastive_accuracy, uniformity
 
 @torch.no_grad()
 def embed(f, g, x, chunk=None):
-    """l2-normalised (h, z) of images x in eval mode; chunk splits a large x (None: one batch)."""
+    """l2-normalised (h, z) of images x in eval mode, on the CPU; chunk splits a large x (None: one
+    batch). Runs on f's device."""
     was_training = f.training
     f.eval(), g.eval()
+    device = next(f.parameters()).device
     hs, zs = [], []
     for part in (x.split(chunk) if chunk else [x]):
-        h = f(part)
-        hs.append(F.normalize(h, dim=1))
-        zs.append(F.normalize(g(h), dim=1))
+        h = f(part.to(device)).float()
+        hs.append(F.normalize(h, dim=1).cpu())
+        zs.append(F.normalize(g(h), dim=1).float().cpu())
     f.train(was_training), g.train(was_training)
     return torch.cat(hs), torch.cat(zs)
 
@@ -51,10 +53,17 @@ def linear_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, 
         return ((h_test @ W + b).argmax(1) == y_test).float().mean().item()
 
 
+def nearest(h_train, h_test, k, chunk=1024):
+    """(similarities, indices) of the k most cosine-similar training points of each test point,
+    computed for `chunk` test points at a time (memory stays small for a 50,000-image train set)."""
+    parts = [(part @ h_train.T).topk(k, dim=1) for part in h_test.split(chunk)]
+    return torch.cat([p.values for p in parts]), torch.cat([p.indices for p in parts])
+
+
 def knn_accuracy(h_train, y_train, h_test, y_test, k=5):
     """Majority vote of the k most cosine-similar training points (ties: torch.mode's choice,
     the smallest label)."""
-    idx = (h_test @ h_train.T).topk(k, dim=1).indices
+    idx = nearest(h_train, h_test, k)[1]
     prediction = torch.mode(y_train[idx], dim=1).values
     return (prediction == y_test).float().mean().item()
 
@@ -63,7 +72,7 @@ def weighted_knn_accuracy(h_train, y_train, h_test, y_test, k=200, T=0.1):
     """Weighted kNN of Wu et al. (2018), the MoCo-style monitor: each of the k nearest neighbours
     votes for its class with weight exp(s / T), s its cosine similarity; the largest total wins."""
     k = min(k, len(h_train))
-    s, idx = (h_test @ h_train.T).topk(k, dim=1)
+    s, idx = nearest(h_train, h_test, k)
     n_classes = int(max(y_train.max(), y_test.max())) + 1
     votes = torch.zeros(len(h_test), n_classes).scatter_add_(1, y_train[idx], torch.exp(s / T))
     return (votes.argmax(1) == y_test).float().mean().item()
@@ -132,7 +141,8 @@ def contrastive_top1(method, x, seed, views, normalize):
     """How often the pretext task is solved on held-out images: the share of 2N views whose most
     similar other view (by z, eval-mode BN) is their partner."""
     gen = torch.Generator().manual_seed(3_000_017 + seed)
-    v1, v2 = views(x, gen), views(x, gen)
+    device = next(method.parameters()).device
+    v1, v2 = views(x, gen).to(device), views(x, gen).to(device)
     was_training = method.training
     method.eval()
     z1, z2 = method.g(method.f(v1)), method.g(method.f(v2))

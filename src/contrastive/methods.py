@@ -3,6 +3,11 @@ one training step on two views v1, v2 (N, 3, H, W) of the images with dataset in
 labels are used only by the supervised methods. Each exposes f (image -> h) and g (h -> z).
 
 After forward, `last_z` holds the step's embeddings (detached) for the collapse check.
+
+Under torch.distributed each rank holds a slice of the global batch (src/contrastive/distributed.py):
+SimCLR and SupCon gather every rank's embeddings (with their gradients) so that negatives come from
+the whole batch, as in one process; MoCo keeps BN per device, as in its paper, and shuffles keys
+across devices. `global_bn` says whether a method's BN should span every rank.
 """
 import copy
 
@@ -11,6 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import losses
+from .distributed import broadcast, gather, gather_with_grad, local_slice
 from .models import make_encoder, make_head
 
 
@@ -23,12 +29,14 @@ class SimCLR(nn.Module):
     """SimCLR (Chen et al. 2020): z = g(f(t(x))) for both views of every image in one forward pass
     (global BN over all 2N views), negatives from the batch, loss criterion(z1, z2)."""
 
+    global_bn = True
+
     def __init__(self, f, g, criterion):
         super().__init__()
         self.f, self.g, self.criterion = f, g, criterion
 
     def forward(self, v1, v2, labels=None, index=None):
-        z = self.g(self.f(_interleave(v1, v2)))
+        z = gather_with_grad(self.g(self.f(_interleave(v1, v2))))   # every rank's views, in batch order
         self.last_z = z.detach()
         return self.criterion(z[0::2], z[1::2])
 
@@ -41,7 +49,10 @@ class MoCo(nn.Module):
     first in first out. T: temperature. bn_groups: the batch is split into this many groups, each
     normalised by its own BN statistics (simulated devices); shuffle_bn permutes the keys across
     the groups before the key encoder and restores the order after (MoCo's shuffling BN).
+    Across ranks each rank is one BN group (per-device BN) and shuffle_bn shuffles the keys over
+    every rank: gather, permute with rank 0's permutation, encode a slice, gather, unshuffle.
     """
+    global_bn = False
 
     def __init__(self, f, g, dim, K, m, T, bn_groups=1, shuffle_bn=False):
         super().__init__()
@@ -67,7 +78,8 @@ class MoCo(nn.Module):
 
     @torch.no_grad()
     def _dequeue_and_enqueue(self, keys):
-        """Overwrite the oldest len(keys) entries (FIFO, wrapping around)."""
+        """Overwrite the oldest len(keys) entries (FIFO, wrapping around) with every rank's keys."""
+        keys = gather(keys)
         slots = (self.queue_ptr + torch.arange(len(keys), device=keys.device)) % self.K
         self.queue[slots] = keys
         self.queue_ptr.fill_((self.queue_ptr + len(keys)) % self.K)
@@ -81,8 +93,10 @@ class MoCo(nn.Module):
         with torch.no_grad():
             self._momentum_update_key_encoder()
             if self.shuffle_bn:
-                perm = torch.randperm(len(v2), device=v2.device)
-                k = self._encode(self.f_k, self.g_k, v2[perm])[torch.argsort(perm)]
+                v2_all = gather(v2)
+                perm = broadcast(torch.randperm(len(v2_all)).to(v2.device))
+                k_shuffled = gather(self._encode(self.f_k, self.g_k, local_slice(v2_all[perm])))
+                k = local_slice(k_shuffled[torch.argsort(perm)])
             else:
                 k = self._encode(self.f_k, self.g_k, v2)
             k = F.normalize(k, dim=1)
@@ -106,10 +120,11 @@ class MemoryBank(nn.Module):
 
     def forward(self, v1, v2, labels=None, index=None):
         q = F.normalize(self.g(self.f(v1)), dim=1)
-        negatives = self.bank[torch.randint(0, len(self.bank), (self.K,), device=q.device)]
+        negatives = self.bank[broadcast(torch.randint(0, len(self.bank), (self.K,)).to(q.device))]
         loss = losses.info_nce(q, self.bank[index], negatives, self.T)
         with torch.no_grad():
-            self.bank[index] = F.normalize(self.m * self.bank[index] + (1 - self.m) * q, dim=1)
+            q_all, index_all = gather(q), gather(index)
+            self.bank[index_all] = F.normalize(self.m * self.bank[index_all] + (1 - self.m) * q_all, dim=1)
         self.last_z = q.detach()
         return loss
 
@@ -118,18 +133,22 @@ class SupCon(nn.Module):
     """Supervised contrastive (Khosla et al. 2020): both views of every image, positives all views
     with the same label; L_out by default, L_in when inside=True."""
 
+    global_bn = True
+
     def __init__(self, f, g, tau, inside=False):
         super().__init__()
         self.f, self.g, self.tau, self.inside = f, g, tau, inside
 
     def forward(self, v1, v2, labels=None, index=None):
-        z = self.g(self.f(_interleave(v1, v2)))
+        z = gather_with_grad(self.g(self.f(_interleave(v1, v2))))
         self.last_z = z.detach()
-        return losses.supcon(z, labels.repeat_interleave(2), self.tau, inside=self.inside)
+        return losses.supcon(z, gather(labels).repeat_interleave(2), self.tau, inside=self.inside)
 
 
 class Supervised(nn.Module):
     """The supervised baseline: cross-entropy of a linear classifier on h, on both views."""
+
+    global_bn = True
 
     def __init__(self, f, n_classes):
         super().__init__()

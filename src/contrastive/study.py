@@ -15,6 +15,7 @@ import torch
 from .augment import augment
 from .config import RunConfig, load_params
 from .data import DataError, dataset_for
+from .distributed import run_on_ranks, select_device, world
 from .evaluate import contrastive_top1, evaluate_representation
 from .io import read_json, save_torch, sha256, write_json
 from .methods import build_method
@@ -45,9 +46,13 @@ def study_tasks(params, study):
 
 def pretrain_seed(seed, condition, cfg, params, data_dir="data"):
     """One run of a condition: returns (metrics, state_dict). A diverged or collapsed run is
-    recorded with its status and reason and not evaluated."""
+    recorded with its status and reason and not evaluated. A condition with ranks > 1 runs in that
+    many gloo processes (unless already launched by torchrun)."""
+    if cfg.ranks > 1 and world()[1] == 1:
+        return run_on_ranks(cfg.ranks, pretrain_seed, seed, condition, cfg, params, data_dir)
     threads, eval_params = params.threads, params.evaluate
     torch.set_num_threads(threads)
+    device = select_device(params.device)
     data = dataset_for(cfg.dataset, params.data, data_dir)
     with Timer() as clock:
         torch.manual_seed(seed)
@@ -55,7 +60,8 @@ def pretrain_seed(seed, condition, cfg, params, data_dir="data"):
         method = build_method(cfg, n_data=len(data["x_train"]), n_classes=len(data["classes"]))
         record = train(method, data["x_train"], data["y_train"], gen, steps=cfg.steps, batch=cfg.batch,
                        lr=cfg.lr, schedule=cfg.schedule, blur=cfg.blur, rotate=cfg.rotate,
-                       channels_last=cfg.channels_last, desc=f"{condition} seed {seed}")
+                       channels_last=cfg.channels_last, device=device, amp=params.amp,
+                       desc=f"{condition} seed {seed}")
         evaluation = evaluate(method, cfg, data, eval_params, seed) if record["status"] == "ok" else None
     if cfg.method == "moco":   # the key encoder averages over about 1 / (1 - m) steps
         horizon = math.inf if cfg.momentum == 1 else 1 / (1 - cfg.momentum)
@@ -64,8 +70,9 @@ def pretrain_seed(seed, condition, cfg, params, data_dir="data"):
     metrics = {"condition": condition, "seed": seed, "config": cfg.model_dump(),
                "n_data": len(data["x_train"]), "n_classes": len(data["classes"]), **record,
                "eval": evaluation, "wall_s": clock.seconds, "peak_rss_mb": peak_rss_mb(),
-               "threads": threads, "torch": torch.__version__, "machine": platform.machine()}
-    return metrics, method.state_dict()
+               "threads": threads, "world_size": world()[1], "device": device.type,
+               "torch": torch.__version__, "machine": platform.machine()}
+    return metrics, {k: v.cpu() for k, v in method.state_dict().items()}
 
 
 NOT_RESULTS = {"wall_s", "peak_rss_mb", "threads", "checkpoint"}   # what may differ between equal runs
@@ -118,7 +125,7 @@ def load_run(metrics_path, root="."):
     method = build_method(cfg, n_data=metrics["n_data"], n_classes=metrics["n_classes"])
     if cfg.channels_last:       # the layout it was trained and evaluated in
         method.to(memory_format=torch.channels_last)
-    method.load_state_dict(torch.load(path, weights_only=True))
+    method.load_state_dict(torch.load(path, weights_only=True, map_location="cpu"))
     return metrics, method
 
 

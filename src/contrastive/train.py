@@ -12,14 +12,16 @@ import torch
 from tqdm import tqdm
 
 from .augment import augment, rotate_by_quarter_turns
+from .distributed import data_parallel, local_slice, mean_over_ranks, world
 
 COLLAPSE_STD = 1e-3     # per-dimension std of normalised embeddings below this means collapse
 CHECK_EVERY = 25        # steps between collapse checks
 
 
-def collapsed(z):
-    """True when the l2-normalised embeddings z (n, d) barely vary across the batch."""
-    return torch.nn.functional.normalize(z, dim=1).std(0).mean().item() < COLLAPSE_STD
+def embedding_spread(z):
+    """Mean per-dimension std of the l2-normalised embeddings z (n, d) across the batch; below
+    COLLAPSE_STD the embeddings have collapsed."""
+    return torch.nn.functional.normalize(z.float(), dim=1).std(0).mean().item()
 
 
 def peak_rss_mb():
@@ -33,32 +35,44 @@ def peak_rss_mb():
 
 
 def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", blur=False,
-          rotate=False, channels_last=False, desc="pretrain", progress=True):
+          rotate=False, channels_last=False, device="cpu", amp=False, desc="pretrain", progress=True):
     """Adam on the method's loss for `steps` batches of `batch` images drawn with replacement.
 
     Per step: draw indices, sample two views with `gen`, loss = method(v1, v2, labels, index),
     one Adam step. channels_last: run the convolutions in NHWC layout (faster on CPU; the
-    documents' exact example keeps NCHW so that its float sums match). Stops early on a NaN/inf loss (status 'diverged') or collapsed embeddings
-    (status 'collapsed'). Returns a record: status, steps_done, reason, final loss, loss curve.
+    documents' exact example keeps NCHW so that its float sums match). device: where the model
+    runs (the data stay on the CPU and each batch is moved); amp: bfloat16 autocast on CUDA.
+    Under torch.distributed, `batch` is the global batch: every rank draws the same indices and
+    views and trains on its own slice, BN spans every rank where the method wants global BN, and
+    DistributedDataParallel averages the gradients (src/contrastive/distributed.py).
+    Stops early on a NaN/inf loss (status 'diverged') or collapsed embeddings (status
+    'collapsed'). Returns a record: status, steps_done, reason, final loss, loss curve.
     """
+    device = torch.device(device)
+    method.to(device)
     if channels_last:
         method.to(memory_format=torch.channels_last)
+    model = data_parallel(method, device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16,
+                              enabled=amp and device.type == "cuda" and torch.cuda.is_bf16_supported())
     params = [p for p in method.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps) if schedule == "cosine" else None
     record = {"status": "ok", "steps_done": 0, "reason": None, "loss": None, "loss_curve": []}
     curve_every = max(1, steps // 20)
-    for step in tqdm(range(steps), desc=desc, disable=not progress, leave=False, mininterval=2):
+    for step in tqdm(range(steps), desc=desc, disable=not progress or world()[0] > 0, leave=False, mininterval=2):
         index = torch.randint(0, len(x_train), (batch,), generator=gen)
-        x = x_train[index]
+        x = x_train[index].to(device)
         v1, v2 = augment(x, gen, blur=blur), augment(x, gen, blur=blur)
         if rotate:  # one more augmentation: k * 90 degrees, k ~ U{0..3}, drawn per view
-            v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (batch,), generator=gen))
-            v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (batch,), generator=gen))
+            v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (batch,), generator=gen).to(device))
+            v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (batch,), generator=gen).to(device))
+        v1, v2, labels, index = (local_slice(t) for t in (v1, v2, y_train[index].to(device), index.to(device)))
         if channels_last:
             v1, v2 = (v.contiguous(memory_format=torch.channels_last) for v in (v1, v2))
-        loss = method(v1, v2, y_train[index], index)
-        value = loss.item()
+        with autocast:
+            loss = model(v1, v2, labels, index)
+        value = mean_over_ranks(loss.item())
         if not math.isfinite(value):
             record.update(status="diverged", reason=f"loss {value} at step {step}")
             break
@@ -71,7 +85,7 @@ def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", 
         record["loss"] = value
         if step % curve_every == 0 or step == steps - 1:
             record["loss_curve"].append([step, value])
-        if (step + 1) % CHECK_EVERY == 0 and collapsed(method.last_z):
+        if (step + 1) % CHECK_EVERY == 0 and mean_over_ranks(embedding_spread(method.last_z)) < COLLAPSE_STD:
             record.update(status="collapsed", reason=f"embedding std below {COLLAPSE_STD} at step {step}")
             break
     return record
