@@ -364,6 +364,11 @@ for threads, diffs in det["thread_differences"].items():
                  + f"; {len(evals)} evaluation figures differ (table).")
     rows += [{"threads": f"{first} vs {threads}", "figure": d[0].removeprefix("eval."), f"{first} thread(s)": d[1],
               f"other": d[2], "difference": d[2] - d[1]} for d in evals if isinstance(d[1], float)]
+moved = [abs(r["difference"]) for r in rows if r["figure"] == "h.linear"]
+seed_sd = ok[ok.condition == dp["condition"]].h_linear.std()
+thread_vs_seed = (f" The largest move of the linear probe on h, {100 * max(moved):.1f} points, compares with a "
+                  f"seed-to-seed SD of {100 * seed_sd:.1f} points for `{dp['condition']}` in the study "
+                  f"({params.pretrain.run_config(dp['condition']).steps} steps)." if moved and seed_sd == seed_sd else "")
 lines.append(f"- tiny SimCLR (the article's example), seed {tiny['repeat']['seed']}: repeat identical: "
              f"{tiny['repeat_identical']}; its untrained control is identical at every thread count, its trained "
              "figures are not (see that section).")
@@ -371,6 +376,6 @@ display(Markdown("\n".join(lines) + "\n\nSo: with the same params, seed, thread 
                  "figure in this report is reproduced bit for bit; the generated datasets are checked by sha256 and the "
                  "NumPy examples do not depend on threads. Training changes the order of float sums with the thread "
                  "count (and, by the same mechanism, with the CPU's vector kernels; only one CPU model was measured), "
-                 "so trained figures move by the amounts below: small next to the seed-to-seed spread."))
+                 "so trained figures move by the amounts below." + thread_vs_seed))
 if rows:
     display(HTML(pd.DataFrame(rows).to_html(index=False, float_format=lambda v: f"{v:.4f}")))
