@@ -8,6 +8,7 @@ checked to give the same loss first.
 """
 import argparse
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -42,14 +43,25 @@ def supcon_with_masks(z, labels, tau):
     return -((positive * log_prob).sum(1) / positive.sum(1)).mean()
 
 
-CASES = {   # name -> (ours, straightforward, inputs for batch n)
-    "nt_xent": ("nt_xent(z1, z2, 0.2)", "nt_xent_with_masks(z1, z2, 0.2)"),
-    "supcon": ("supcon(torch.cat([z1, z2]), torch.cat([y, y]), 0.1)",
-               "supcon_with_masks(torch.cat([z1, z2]), torch.cat([y, y]), 0.1)"),
+def inputs(n):
+    """Two views' embeddings (n, 128) with gradients, and labels from 10 classes."""
+    torch.manual_seed(0)
+    return (torch.randn(n, 128, requires_grad=True), torch.randn(n, 128, requires_grad=True),
+            torch.randint(0, 10, (n,)))
+
+
+CASES = {   # name -> (ours, straightforward), each a function of inputs(n)
+    "nt_xent": (lambda z1, z2, y: nt_xent(z1, z2, 0.2), lambda z1, z2, y: nt_xent_with_masks(z1, z2, 0.2)),
+    "supcon": (lambda z1, z2, y: supcon(torch.cat([z1, z2]), torch.cat([y, y]), 0.1),
+               lambda z1, z2, y: supcon_with_masks(torch.cat([z1, z2]), torch.cat([y, y]), 0.1)),
 }
-IMPORT_THIS = f"import sys; sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r}); from losses import *"
-SETUP = ("torch.manual_seed(0); z1 = torch.randn({n}, 128, requires_grad=True); "
-         "z2 = torch.randn({n}, 128, requires_grad=True); y = torch.randint(0, 10, ({n},))")
+
+
+def peak_mb(name, side, n):
+    """Extra peak memory of one forward+backward, in a fresh process."""
+    here = str(Path(__file__).resolve().parent)
+    return peak_mb_of(f"import sys; sys.path.insert(0, {here!r}); from losses import CASES, inputs\n"
+                      f"CASES[{name!r}][{side}](*inputs({n})).backward()")
 
 
 def main(argv):
@@ -64,14 +76,11 @@ def main(argv):
     rows = []
     for name, (ours, plain) in CASES.items():
         for n in a.batches:
-            env = {}
-            exec(SETUP.format(n=n), globals(), env)
-            scope = {**globals(), **env}
-            assert torch.allclose(eval(ours, scope), eval(plain, scope), rtol=1e-4), name
-            run = lambda expr: lambda: eval(expr, scope).backward()
-            t = alternate({"ours": run(ours), "plain": run(plain)}, repeats=5 if n <= 1024 else 3)
-            memory = {side: peak_mb_of(f"{IMPORT_THIS}\n{SETUP.format(n=n)}\n{expr}.backward()")
-                      for side, expr in (("ours", ours), ("plain", plain))}
+            x = inputs(n)
+            assert torch.allclose(ours(*x), plain(*x), rtol=1e-4), name
+            t = alternate({"ours": lambda: ours(*x).backward(), "plain": lambda: plain(*x).backward()},
+                          repeats=5 if n <= 1024 else 3)
+            memory = {"ours": peak_mb(name, 0, n), "plain": peak_mb(name, 1, n)}
             rows.append({"loss": name, "batch": n, "ours_ms": 1e3 * t["ours"], "plain_ms": 1e3 * t["plain"],
                          "ours_mb": memory["ours"], "plain_mb": memory["plain"]})
             print(f"{name:8s} {n:8d} {1e3 * t['ours']:9.1f} {1e3 * t['plain']:9.1f} "

@@ -134,7 +134,7 @@ def study_module(args, cwd):
                           capture_output=True, text=True)
 
 
-def test_checkpoint_is_checked_and_reproduces_its_evaluation(smoke_copy, tmp_path):
+def test_checkpoint_is_checked_and_reproduces_its_evaluation(smoke_copy):
     run = "results/pretrain/simclr/simclr/seed_1.json"
     result = study_module([run], smoke_copy)
     assert result.returncode == 0 and "identical to the recorded evaluation" in result.stdout, result.stderr

@@ -6,6 +6,8 @@ Writes reports/repro_timing.json (seconds, the stages that ran, date, CPU, profi
 the report can quote a measured figure for a full run. A partial or no-op run leaves it alone.
 The time spent in DVC itself is the wall time during which no stage command (a child process of
 dvc running experiments/) was alive, sampled every 20 ms.
+
+`copy_project` gives the tests and benchmarks a fresh copy of the project (no results) to run in.
 """
 import datetime
 import re
