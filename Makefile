@@ -1,4 +1,5 @@
-# Two commands: `make repro` regenerates every result and the report; `make test` runs the tests.
+# `make repro` brings every result up to date with the code and params (DVC reruns what is stale);
+# `make repro-all` regenerates every result from scratch on this machine; `make test` runs the tests.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -6,7 +7,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro readme smoke bench test test-fast browser clean-venv
+.PHONY: setup repro repro-all compare readme smoke bench test test-fast browser clean-venv
 
 setup: $(VENV)/.installed
 
@@ -17,14 +18,26 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 repro: setup
-	$(BIN)/python -m contrastive.config params.yaml
-	$(BIN)/python -m contrastive.timing $(BIN)/dvc repro
-	$(BIN)/python -m contrastive.readme
+	$(BIN)/python -m replication.config params.yaml
+	$(BIN)/python -m tools.timing $(BIN)/dvc repro
+	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html"
+
+# Every stage, whether stale or not (dvc repro -f): the documents' examples too. Records the time
+# in reports/repro_timing.json with this CPU's model; `make compare` then lists what moved.
+repro-all: setup
+	$(BIN)/python -m replication.config params.yaml
+	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f
+	$(BIN)/python -m tools.readme
+	@echo "Report: $(CURDIR)/reports/report.html; compare with the committed results: make compare"
+
+# Verdict changes and effect shifts of reports/claims.json against the committed one.
+compare: setup
+	$(BIN)/python -m tools.compare
 
 # Refresh README's measured figures and pipeline diagram from the pipeline's files.
 readme: setup
-	$(BIN)/python -m contrastive.readme
+	$(BIN)/python -m tools.readme
 
 # The whole chain with tiny budgets, in a temporary copy (never touches this tree's results).
 smoke: setup
@@ -40,7 +53,7 @@ bench: setup
 	$(BIN)/python benchmarks/flops.py
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/pipeline.py
-	$(BIN)/python -m contrastive.readme
+	$(BIN)/python -m tools.readme
 
 # Debian's chromium, for the test that opens the report in a real browser (needs root and apt).
 browser:

@@ -10,7 +10,7 @@
 # Each row below is one claim from the three source documents (the encyclopedia article on
 # contrastive learning [E], the blog post on InfoNCE, temperature, alignment and uniformity [B],
 # and the short note on InfoNCE [N]), beside what this pipeline measured. Verdicts are computed
-# by `src/contrastive/claims.py` from the rules in `analysis/claims.yaml`, fixed before the
+# by `src/replication/claims.py` from the rules in `analysis/claims.yaml`, fixed before the
 # results were seen. Intervals are 95% Student-t intervals over seeds; paired contrasts use the
 # per-seed differences, Holm-corrected within a claim. Every number on this page is read from a
 # file the pipeline wrote.
@@ -28,13 +28,13 @@ import seaborn as sns
 import yaml
 from IPython.display import HTML, Markdown, display
 
-from contrastive import report
-from contrastive.config import read_params
-from contrastive.examples.tiny_simclr import printout
+from replication import render as report
+from replication.render import printout
 
 sns.set_theme(style="whitegrid", context="notebook")
 claims = json.loads(Path("reports/claims.json").read_text())
-params = read_params("params.yaml")
+setup = json.loads(Path("resolved/report.json").read_text())          # profile, threads, workers
+conditions = json.loads(Path("resolved/conditions.json").read_text())["conditions"]   # name -> study, label, steps
 by_section = {}
 for c in claims:
     by_section.setdefault(c["section"], []).append(c)
@@ -51,7 +51,7 @@ def section(name, title):
 
 
 counts = Counter(c["verdict"] for c in claims)
-display(Markdown(f"**{len(claims)} claims** (profile `{params.profile}`): " +
+display(Markdown(f"**{len(claims)} claims** (profile `{setup['profile']}`): " +
                  ", ".join(f"{n} {v}" for v, n in counts.most_common()) + "."))
 display(HTML(report.claims_table(claims)))
 
@@ -149,18 +149,20 @@ display(HTML(mi.to_html(index=False, float_format=lambda v: f"{v:.4f}")))
 
 # %%
 def pretrain_runs():
-    """Every pretraining run as a row: condition, seed, status, settings and headline metrics."""
+    """Every pretraining run as a row: condition, seed, status, settings (training record) and
+    headline metrics at the end of training (evaluation record)."""
     rows = []
     for path in sorted(Path("results/pretrain").glob("*/*/seed_*.json")):
         r = load(path)
+        e = load(Path("results/evaluate", *path.parts[2:]))["eval"]
         row = {"condition": r["condition"], "seed": r["seed"], "status": r["status"], "reason": r["reason"],
                "loss": r["loss"], "steps_done": r["steps_done"], "horizon_over_steps": r.get("horizon_over_steps"),
-               **{k: r["config"][k] for k in ("dataset", "method", "tau", "head", "batch", "steps", "momentum")}}
-        if r["eval"]:
+               **{k: r["config"][k] for k in ("dataset", "method", "tau", "head", "batch", "steps", "lr", "momentum")}}
+        if e:
             for feature in ("h", "z"):
                 for metric in ("linear", "knn", "wknn", "tolerance", "alignment", "uniformity", "rotation"):
-                    row[f"{feature}_{metric}"] = r["eval"][feature][metric]
-            row["contrastive_top1"] = r["eval"]["contrastive_top1"]
+                    row[f"{feature}_{metric}"] = e[feature][metric]
+            row["contrastive_top1"] = e["contrastive_top1"]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -169,14 +171,20 @@ runs = pretrain_runs()
 ok = runs[runs.status == "ok"]
 
 
-def study_plot(conditions, y="h_linear", labels=None, title="", ylabel="linear probe on h", ax=None):
+def label(name):
+    """A condition's label in plots, from params.yaml; an unknown name is an error, never a silent gap."""
+    if name not in conditions:
+        raise KeyError(f"analysis/report.py names condition {name!r}, which params.yaml does not define")
+    return conditions[name]["label"]
+
+
+def study_plot(names, y="h_linear", title="", ylabel="linear probe on h", ax=None):
     """Every seed a dot, the mean and 95% interval a bar, one column per condition."""
-    data = ok[ok.condition.isin(conditions)].copy()
+    data = ok[ok.condition.isin(names)].copy()
     if data.empty:
         return
-    names = labels or {c: c for c in conditions}
-    data["arm"] = data.condition.map(names)
-    order = [names[c] for c in conditions if c in set(data.condition)]
+    data["arm"] = data.condition.map(label)
+    order = [label(c) for c in names if c in set(data.condition)]
     if ax is None:
         fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(order)), 3.2))
     report.seed_plot(ax, data, x="arm", y=y, order=order)
@@ -185,50 +193,47 @@ def study_plot(conditions, y="h_linear", labels=None, title="", ylabel="linear p
     return ax
 
 
-def failed(conditions):
-    bad = runs[runs.condition.isin(conditions) & (runs.status != "ok")]
+def failed(names):
+    bad = runs[runs.condition.isin(names) & (runs.status != "ok")]
     if len(bad):
         display(Markdown("**Failed runs** (shown, never averaged): " + "; ".join(
             f"{r.condition} seed {r.seed}: {r.status} after {r.steps_done} steps ({r.reason})"
             for r in bad.itertuples())))
 
 
-taus = {"simclr_tau005": "0.05", "simclr_tau01": "0.1", "simclr": "0.2", "simclr_tau05": "0.5", "simclr_tau1": "1.0"}
+taus = ["simclr_tau005", "simclr_tau01", "simclr", "simclr_tau05", "simclr_tau1"]
 section("simclr-temperature", "SimCLR: temperature, normalisation, losses [E, SimCLR Tables 2 and 5]")
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.3))
-study_plot(list(taus), labels=taus, title="linear probe on h by tau", ax=axes[0])
-study_plot(list(taus), y="z_uniformity", labels=taus, title="uniformity of z (lower: more uniform)",
+study_plot(taus, title="linear probe on h by tau", ax=axes[0])
+study_plot(taus, y="z_uniformity", title="uniformity of z (lower: more uniform)",
            ylabel="uniformity", ax=axes[1])
-study_plot(list(taus), y="z_tolerance", labels=taus, title="tolerance of z (same-class similarity)",
+study_plot(taus, y="z_tolerance", title="tolerance of z (same-class similarity)",
            ylabel="tolerance", ax=axes[2])
 plt.tight_layout(), plt.show()
-others = {"simclr_tau01": "NT-Xent, tau 0.1", "simclr_tau01_nonorm": "no l2 norm, tau 0.1", "simclr": "NT-Xent, tau 0.2",
-          "simclr_logistic": "NT-Logistic", "simclr_triplet": "margin triplet", "align_uniform": "align + uniform"}
+others = ["simclr_tau01", "simclr_tau01_nonorm", "simclr", "simclr_logistic", "simclr_triplet", "align_uniform"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.3))
-study_plot(list(others), labels=others, title="linear probe on h", ax=axes[0])
-study_plot(["simclr_tau01", "simclr_tau01_nonorm"], y="contrastive_top1", labels=others,
+study_plot(others, title="linear probe on h", ax=axes[0])
+study_plot(["simclr_tau01", "simclr_tau01_nonorm"], y="contrastive_top1",
            title="contrastive top-1 accuracy (the pretext task)", ylabel="top-1", ax=axes[1])
 plt.tight_layout(), plt.show()
-failed(list(taus) + list(others))
+failed(taus + others)
 
 # %%
-batch = {"simclr_b32_s100": "b32, 100 steps", "simclr_b128_s100": "b128, 100 steps",
-         "simclr_b32_s400": "b32, 400 steps", "simclr_b128_s400": "b128, 400 steps",
-         "siglip_b32_s400": "sigmoid b32, 400 steps"}
+batch = ["simclr_b32_s100", "simclr_b128_s100", "simclr_b32_s400", "simclr_b128_s400", "siglip_b32_s400"]
 section("simclr-batch", "Batch size, negatives and the sigmoid loss [E, N]")
-study_plot(list(batch), labels=batch, title="linear probe on h")
+study_plot(batch, title="linear probe on h")
 plt.show()
-failed(list(batch))
+failed(batch)
 
 # %%
-heads = {"simclr_head_none": "no head", "simclr_head_linear": "linear head", "simclr": "MLP head"}
+heads = ["simclr_head_none", "simclr_head_linear", "simclr"]
 section("projection-head", "Projection head: h against z [E, SimCLR]")
 data = ok[ok.condition.isin(heads)].melt(id_vars=["condition", "seed"], value_vars=["h_linear", "z_linear"],
                                           var_name="feature", value_name="accuracy")
-data["head"] = data.condition.map(heads)
+data["head"] = data.condition.map(label)
 if len(data):
     fig, ax = plt.subplots(figsize=(6, 3.3))
-    report.seed_plot(ax, data, x="head", y="accuracy", hue="feature", order=[h for h in heads.values()])
+    report.seed_plot(ax, data, x="head", y="accuracy", hue="feature", order=[label(h) for h in heads])
     ax.set_title("linear probe on h and on z = g(h)", fontsize=10)
     plt.show()
 
@@ -237,7 +242,7 @@ section("rotation", "Rotation predictability [E, SimCLR Table 3]")
 data = ok[ok.condition.isin(["simclr_rotate", "simclr"])].melt(
     id_vars=["condition", "seed"], value_vars=["h_rotation", "z_rotation"], var_name="feature", value_name="accuracy")
 if len(data):
-    data["pretraining"] = data.condition.map({"simclr_rotate": "with rotation augmentation", "simclr": "without"})
+    data["pretraining"] = data.condition.map(label)
     fig, ax = plt.subplots(figsize=(6, 3.3))
     report.seed_plot(ax, data, x="pretraining", y="accuracy", hue="feature")
     ax.axhline(0.25, color="grey", lw=0.8, ls=":")
@@ -267,37 +272,36 @@ if len(moco):
     ax.set_xlabel("momentum m"), ax.set_ylabel("linear probe on h")
     plt.show()
     failed(list(moco.condition.unique()))
-mocos = {"moco_m099_s300": "MoCo queue (m 0.99)", "memory_bank": "memory bank", "moco_bn4": "4 BN groups",
-         "moco_bn4_shuffle": "4 BN groups, shuffled", "moco_ranks2_bn2": "2 ranks x 2 groups",
-         "moco_ranks2_bn2_shuffle": "2 ranks x 2 groups, shuffled", "mocov2": "MoCo v2 (b128)", "simclr": "SimCLR (b128)"}
+mocos = ["moco_m099_s300", "memory_bank", "moco_bn4", "moco_bn4_shuffle", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle",
+         "mocov2", "simclr"]
 bn = ["moco_bn4", "moco_bn4_shuffle", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle"]
 fig, axes = plt.subplots(1, 2, figsize=(13, 3.6))
-study_plot(list(mocos), labels=mocos, title="linear probe on h", ax=axes[0])
-study_plot(bn, y="loss", labels=mocos, title="final training loss", ylabel="InfoNCE", ax=axes[1])
+study_plot(mocos, title="linear probe on h", ax=axes[0])
+study_plot(bn, y="loss", title="final training loss", ylabel="InfoNCE", ax=axes[1])
 plt.tight_layout(), plt.show()
-failed(list(mocos))
+failed(mocos)
 
 # %%
 section("supcon", "Supervised contrastive, cross-entropy, instance discrimination [E]")
-sup = {"memory_bank": "memory bank", "simclr": "SimCLR", "supcon_in": "SupCon L_in", "supcon_out": "SupCon L_out",
-       "supervised": "cross-entropy"}
+sup = ["memory_bank", "simclr", "supcon_in", "supcon_out", "supervised"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.3))
-study_plot(list(sup), labels=sup, title="linear probe on h", ax=axes[0])
+study_plot(sup, title="linear probe on h", ax=axes[0])
 sweep = ok[ok.condition.str.match(r"(supcon_out|supervised)(_lr\d+)?$")].copy()
 if len(sweep):
     sweep["objective"] = sweep.method.map({"supcon": "SupCon L_out", "supervised": "cross-entropy"})
-    sweep["lr"] = sweep.condition.map(lambda c: {"lr0003": "3e-4", "lr003": "3e-3"}.get(c.split("_")[-1], "1e-3"))
-    report.seed_plot(axes[1], sweep, x="lr", y="h_linear", hue="objective", order=["3e-4", "1e-3", "3e-3"])
+    sweep["learning rate"] = sweep.lr.map(lambda v: f"{v:g}")
+    order = [f"{v:g}" for v in sorted(sweep.lr.unique())]
+    report.seed_plot(axes[1], sweep, x="learning rate", y="h_linear", hue="objective", order=order)
     axes[1].set_title("learning-rate sweep", fontsize=10), axes[1].set_xlabel("learning rate")
 plt.tight_layout(), plt.show()
 
 # %%
 section("digits", "On real handwritten digits [E, SimCLR]")
-dig = {"digits_tau005": "tau 0.05", "digits_tau01": "tau 0.1", "digits_tau02": "tau 0.2", "digits_tau05": "tau 0.5",
-       "digits_tau1": "tau 1.0", "digits_head_none": "no head", "digits_head_linear": "linear head"}
-study_plot(list(dig), labels=dig, title="digits: linear probe on h (MLP head unless stated)")
+dig = ["digits_tau005", "digits_tau01", "digits_tau02", "digits_tau05", "digits_tau1", "digits_head_none",
+       "digits_head_linear"]
+study_plot(dig, title="digits: linear probe on h (MLP head unless stated)")
 plt.show()
-failed(list(dig))
+failed(dig)
 
 # %% [markdown]
 # ## CIFAR-10 (the `cifar10` profile)
@@ -336,8 +340,8 @@ if timing.exists():
     t = load(timing)
     wall[f"last full `make repro` ({t['date']}, {len(t['stages_run'])} stages, s)"] = t["seconds"]
 prov = {"git commit at render": report.git_commit(),
-        "params.yaml sha256": hashlib.sha256(Path("params.yaml").read_bytes()).hexdigest()[:16],
-        "profile": params.profile, "torch threads per run": params.threads, "parallel workers": params.workers,
+        "resolved configuration sha256": setup["config_sha256"],
+        "profile": setup["profile"], "torch threads per run": setup["threads"], "parallel workers": setup["workers"],
         "CPU": report.cpu_model(), **report.versions(),
         **{k: f"{v:.1f}" for k, v in wall.items()}}
 display(HTML(pd.Series(prov, name="value").to_frame().to_html()))
@@ -368,7 +372,7 @@ moved = [abs(r["difference"]) for r in rows if r["figure"] == "h.linear"]
 seed_sd = ok[ok.condition == dp["condition"]].h_linear.std()
 thread_vs_seed = (f" The largest move of the linear probe on h, {100 * max(moved):.1f} points, compares with a "
                   f"seed-to-seed SD of {100 * seed_sd:.1f} points for `{dp['condition']}` in the study "
-                  f"({params.pretrain.run_config(dp['condition']).steps} steps)." if moved and seed_sd == seed_sd else "")
+                  f"({conditions[dp['condition']]['steps']} steps)." if moved and seed_sd == seed_sd else "")
 lines.append(f"- tiny SimCLR (the article's example), seed {tiny['repeat']['seed']}: repeat identical: "
              f"{tiny['repeat_identical']}; its untrained control is identical at every thread count, its trained "
              "figures are not (see that section).")

@@ -36,7 +36,7 @@ def peak_mb_of(code):
 
 def machine():
     """The CPU model and the cores this process may use."""
-    from contrastive.report import cpu_model
+    from replication.render import cpu_model
     return f"{cpu_model()}, {len(os.sched_getaffinity(0))} cores"
 
 
@@ -47,7 +47,7 @@ def record(name, figures):
     """Write a benchmark's figures, with the machine and date, to reports/benchmarks/<name>.json
     (README's benchmark table is generated from these files)."""
     import torch
-    from contrastive.io import write_json
+    from replication.io import write_json
     write_json(RESULTS / f"{name}.json", {"machine": machine(), "torch": torch.__version__,
                                           "date": time.strftime("%Y-%m-%d"), **figures})
 

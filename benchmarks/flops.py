@@ -31,7 +31,7 @@ def main(argv):
     for layout, fmt in (("NCHW", torch.contiguous_format), ("channels_last", torch.channels_last)):
         models[layout] = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1, z2, 0.2)).to(memory_format=fmt)
         views[layout] = (v1.contiguous(memory_format=fmt), v2.contiguous(memory_format=fmt))
-    step = lambda layout: lambda: models[layout](*views[layout]).backward()
+    step = lambda layout: lambda: models[layout](*views[layout])[0].backward()
     with FlopCounterMode(display=False) as counter:
         step("NCHW")()
     flops = counter.get_total_flops()

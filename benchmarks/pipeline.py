@@ -15,10 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import header, record
-from contrastive.timing import copy_project
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))        # tools/ (repository tooling) sits beside benchmarks/
+
+from common import header, record    # noqa: E402
+from tools.timing import copy_project  # noqa: E402
 BIN = Path(sys.executable).parent
 
 
@@ -43,7 +44,7 @@ def main():
     stages = len(run([BIN / "dvc", "stage", "list", "--name-only"], ROOT)[1].split())
     with tempfile.TemporaryDirectory() as tmp:
         copy = copy_project(ROOT, tmp, profile="smoke")
-        smoke_wall, _ = run([sys.executable, "-m", "contrastive.timing", BIN / "dvc", "repro"], copy)
+        smoke_wall, _ = run([sys.executable, "-m", "tools.timing", BIN / "dvc", "repro"], copy)
         smoke = json.loads((copy / "reports" / "repro_timing.json").read_text())
     full = json.loads((ROOT / "reports" / "repro_timing.json").read_text())
     rows = [{"run": "no-op `dvc repro`", "stages": stages, "seconds": noop, "seconds_in_dvc": noop},

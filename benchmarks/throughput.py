@@ -8,7 +8,7 @@ Reads the article's script from ../shared/seeds (the documents are not part of t
 benchmark says so and stops when they are absent). Contenders, run in alternation:
   script as written   one process, seeds in turn, the script's own torch.set_num_threads(4)
   script, 2 x 1       the same script in one single-threaded process per core, seeds split
-  ours, NCHW, 2 x 1   contrastive.examples.tiny_simclr (same draws and layout as the script)
+  ours, NCHW, 2 x 1   replication.examples.tiny_simclr (same draws and layout as the script)
   ours, NHWC, 2 x 1   the same with channels_last convolutions, as the studies run
 The NCHW run must print the script's losses at one thread, seed for seed (checked).
 """
@@ -28,7 +28,7 @@ STEPS, BATCH = 300, 128
 # The script fixes 4 threads; this wrapper pins it to one (its own call becomes a no-op).
 ONE_THREAD = ("import runpy, sys, torch; torch.set_num_threads(1); torch.set_num_threads = lambda n: None; "
               "sys.argv = ['script', *sys.argv[2:]]; runpy.run_path({path!r}, run_name='__main__')")
-OURS = ("import json, sys; from contrastive.study import map_runs; from contrastive.examples.tiny_simclr import run; "
+OURS = ("import json, sys; from replication.runs import map_runs; from replication.examples.tiny_simclr import run; "
         "seeds = [int(s) for s in sys.argv[1:]]; "
         "print(json.dumps(map_runs(run, [(s, 300, 128, 0.2, 1, {channels_last}) for s in seeds], 2)))")
 

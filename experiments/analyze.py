@@ -1,10 +1,23 @@
-"""Stage analyze: judge every claim in analysis/claims.yaml against the pipeline's results."""
-from contrastive.claims import judge_all, load_registry, summary
-from contrastive.config import load_params
-from contrastive.io import write_json
+"""Stage analyze: judge every claim in analysis/claims.yaml against the pipeline's results.
+
+A claim that names a condition params.yaml does not define is a configuration error (exit 2); a
+result file that cannot be read stops the stage with the command that regenerates it (exit 1).
+"""
+import sys
+
+from replication.claims import ClaimError, ResultFileError, judge_all, load_registry, summary
+from replication.config import read_resolved
+from replication.io import write_json
 
 if __name__ == "__main__":
-    load_params()
-    judged = judge_all(load_registry("analysis/claims.yaml"))
+    conditions = read_resolved("conditions")["conditions"]
+    try:
+        judged = judge_all(load_registry("analysis/claims.yaml", conditions))
+    except ClaimError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except ResultFileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
     write_json("reports/claims.json", judged)
     write_json("reports/summary.json", summary(judged))

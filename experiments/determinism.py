@@ -1,22 +1,30 @@
-"""Stage determinism: one short pretraining of a condition, run twice at the first thread count
-and once at every other, compared field by field (src/contrastive/study.py: differences).
+"""Stage determinism: one short run of a condition, trained and evaluated twice at the first thread
+count and once at every other, compared field by field (src/replication/runs.py: differences).
 
-Writes results/determinism.json: whether the repeat is bit-identical, and every metric that
-moves with the thread count, with both values.
+Reads resolved/determinism.json. Writes results/determinism.json: whether the repeat is
+bit-identical, and every figure that moves with the thread count, with both values.
 """
-from contrastive.config import load_params
-from contrastive.io import write_json
-from contrastive.study import differences, pretrain_seed
+from replication.config import DeterminismConfig, read_resolved
+from replication.datasets import dataset_for
+from replication.io import write_json
+from replication.runs import differences, evaluate_method, method_from_state, train_run
+
+
+def run(config, threads):
+    """The training record and the end-of-training evaluation of one run at `threads` threads."""
+    p, execution = config.determinism, config.execution.model_copy(update={"threads": threads})
+    record, states = train_run(p.seed, p.condition, config.run, execution, config.data)
+    method = method_from_state(config.run, states[config.run.steps], record["n_data"], record["n_classes"])
+    data = dataset_for(config.run.dataset, config.data)
+    return {**record, "eval": evaluate_method(method, config.run, data, config.evaluate, p.seed)}
+
 
 if __name__ == "__main__":
-    params = load_params()
-    p = params.determinism
-    cfg = params.pretrain.run_config(p.condition).model_copy(update={"steps": p.steps})
-    run = lambda threads: pretrain_seed(p.seed, p.condition, cfg, params.model_copy(update={"threads": threads}))[0]
-    first, *others = p.thread_counts
-    reference, repeat = run(first), run(first)
-    by_threads = {threads: differences(reference, run(threads)) for threads in others}
+    config = read_resolved("determinism", DeterminismConfig)
+    first, *others = config.determinism.thread_counts
+    reference, repeat = run(config, first), run(config, first)
+    by_threads = {threads: differences(reference, run(config, threads)) for threads in others}
     write_json("results/determinism.json", {
-        "params": p.model_dump(), "reference": reference,
+        "params": config.determinism.model_dump(), "reference": reference,
         "repeat_differences": [list(d) for d in differences(reference, repeat)],
         "thread_differences": {str(t): [list(d) for d in diff] for t, diff in by_threads.items()}})

@@ -1,8 +1,8 @@
 """Stage ntxent_example: the NumPy NT-Xent example's printed numbers, recomputed."""
-from contrastive.config import load_params
-from contrastive.examples import ntxent_numpy
-from contrastive.io import write_json
+from replication.config import NtXentExample, read_resolved
+from replication.examples import ntxent_numpy
+from replication.io import write_json
 
 if __name__ == "__main__":
-    p = load_params().examples.ntxent_numpy
+    p = read_resolved("examples/ntxent_numpy", NtXentExample)
     write_json("results/examples/ntxent_numpy.json", ntxent_numpy.run(p.loss_tau, p.taus, p.fd_step))

@@ -1,28 +1,29 @@
-"""Stage pretrain@<study>: pretrain and evaluate every condition of one study over every seed.
+"""Stage pretrain@<study>: train every condition of one study over every seed, with a checkpoint at
+every rung (step 0, the untrained control, and the end of training).
 
     python experiments/pretrain.py <study>
 
-Writes results/pretrain/<study>/<condition>/seed_<k>.json and the checkpoints under
-artifacts/pretrain/. The metrics record the checkpoint's sha256; `python -m contrastive.study
-RUN.json` checks a checkpoint and re-evaluates its run.
+Reads resolved/pretrain/<study>.json. Writes the training records
+results/pretrain/<study>/<condition>/seed_<k>.json (loss curve, status, time, memory, each
+checkpoint's path and sha256) and the checkpoints under artifacts/pretrain/; evaluate@<study>
+evaluates them.
 
 On GPUs, one process per device: `torchrun --nproc-per-node N experiments/pretrain.py <study>`
 (every rank runs every run on its slice of each batch; rank 0 writes).
 """
 import sys
 
-from contrastive.config import load_params
-from contrastive.distributed import init_from_env, select_device, world
-from contrastive.study import map_runs, pretrain_seed, save_run, study_tasks
+from contrastive.distributed import init_from_env, rank, select_device, world_size
+from replication.config import StudyConfig, read_resolved
+from replication.runs import map_runs, save_run, train_run, training_tasks
 
 if __name__ == "__main__":
-    params = load_params()
-    if len(sys.argv) != 2 or sys.argv[1] not in params.pretrain.studies:
-        print(f"usage: pretrain.py STUDY (one of: {', '.join(params.pretrain.studies)})", file=sys.stderr)
+    if len(sys.argv) != 2:
+        print("usage: pretrain.py STUDY (a study of params.yaml: pretrain.studies)", file=sys.stderr)
         raise SystemExit(2)
-    study = sys.argv[1]
-    init_from_env(select_device(params.device))
-    workers = params.workers if world()[1] == 1 else 1
-    for metrics, state in map_runs(pretrain_seed, study_tasks(params, study), workers):
-        if world()[0] == 0:
-            save_run(study, metrics, state)
+    study = read_resolved(f"pretrain/{sys.argv[1]}", StudyConfig)
+    init_from_env(select_device(study.execution.device))
+    workers = read_resolved("workers")["workers"] if world_size() == 1 else 1
+    for record, states in map_runs(train_run, training_tasks(study), workers):
+        if rank() == 0:
+            save_run(study.study, record, states)

@@ -1,15 +1,15 @@
 """Stage tiny_simclr: the article's tiny SimCLR for every seed, a repeat of one seed, and that
 seed at several thread counts (run one at a time, so their wall times are comparable)."""
-from contrastive.config import load_params
-from contrastive.examples import tiny_simclr
-from contrastive.io import write_json
-from contrastive.study import map_runs
+from replication.config import TinySimCLR, read_resolved
+from replication.examples import tiny_simclr
+from replication.io import write_json
+from replication.runs import map_runs
 
 if __name__ == "__main__":
-    params = load_params()
-    p = params.examples.tiny_simclr
+    p = read_resolved("examples/tiny_simclr", TinySimCLR)
     budget = (p.steps, p.batch, p.tau)
-    runs = map_runs(tiny_simclr.run, [(seed, *budget, p.threads) for seed in p.seeds], params.workers)
+    runs = map_runs(tiny_simclr.run, [(seed, *budget, p.threads) for seed in p.seeds],
+                    read_resolved("workers")["workers"])
     repeat = tiny_simclr.run(p.thread_check_seed, *budget, p.threads)
     by_threads = [tiny_simclr.run(p.thread_check_seed, *budget, t) for t in p.thread_counts]
     write_json("results/examples/tiny_simclr.json", {

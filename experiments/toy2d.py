@@ -1,10 +1,10 @@
 """Stage toy2d: the 2-D circle experiment over seeds and temperatures, and without negatives."""
-from contrastive.config import load_params
-from contrastive.examples import toy2d
-from contrastive.io import write_json
+from replication.config import Toy2D, read_resolved
+from replication.examples import toy2d
+from replication.io import write_json
 
 if __name__ == "__main__":
-    p = load_params().examples.toy2d
+    p = read_resolved("examples/toy2d", Toy2D)
     write_json("results/examples/toy2d.json", {
         "params": p.model_dump(),
         "gradient_check_max_error": toy2d.gradient_check(),

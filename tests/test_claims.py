@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from contrastive.claims import judge, judge_all, load_registry
+from replication.claims import judge, judge_all, load_registry
 
 
 @pytest.fixture

@@ -64,7 +64,7 @@ def test_readme_figures_come_from_the_committed_files():
     import sys
     root = CLAIMS.parents[1]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    result = subprocess.run([sys.executable, "-m", "contrastive.readme", "--check"], cwd=root, env=env,
+    result = subprocess.run([sys.executable, "-m", "tools.readme", "--check"], cwd=root, env=env,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from contrastive.config import ParamsError, parse_params, read_params
+from replication.config import ParamsError, parse_params, read_params
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -47,9 +47,10 @@ BAD = [
     ("examples.toy2d.lr", -1, "examples.toy2d.lr"),
     ("threads", 0, "threads"),
     ("data.shapes.n_trian", 10, "data.shapes.n_trian"),
-    ("pretrain.studies", {"s": {"x": {"tau": -1}}}, "studies.s.x: tau"),
+    ("pretrain.studies", {"s": {"x": {"tau": -1}}}, "pretrain.studies.s.x.tau: "),
     ("pretrain.studies", {"s": {"x": {"bn_groups": 3}}}, "bn_groups"),
-    ("pretrain.studies", {"s": {"x": {}}, "t": {"x": {}}}, "more than one study"),
+    ("pretrain.studies", {"s": {"x": {}}, "t": {"x": {}}}, "must be unique"),
+    ("pretrain.studies", {"s": {"x": {"label": 3}}}, "pretrain.studies.s.x.label"),
     ("pretrain.studies", {}, "pretrain.studies"),
     ("profile", "fast", "profile"),
 ]
@@ -75,12 +76,53 @@ def test_unreadable_files(tmp_path, text):
         read_params(tmp_path / "params.yaml")
 
 
-@pytest.mark.parametrize("stage", ["make_data.py", "pretrain.py"])
-def test_stage_exits_2_with_one_line_and_writes_nothing(tmp_path, stage):
+def test_a_typo_in_a_condition_names_the_condition_and_its_allowed_keys():
+    raw = with_change("pretrain.studies.simclr.simclr_tau005", {"tau": 0.05, "tua": 3})
+    with pytest.raises(ParamsError) as e:
+        parse_params(raw)
+    message = str(e.value)
+    assert message.startswith("params.yaml: pretrain.studies.simclr.simclr_tau005.tua: unknown key; allowed: ")
+    assert "tau" in message and "label" in message and "momentum" in message
+    assert "\n" not in message and len(message) < 400          # not the whole pretrain section
+
+
+def test_every_default_lives_in_params_yaml():
+    """The schema holds types and ranges only: no field of any model has a default value, except
+    the optional folder datasets of a stage's resolved data settings."""
+    from pydantic import BaseModel
+    import replication.config as config
+    models = [m for m in vars(config).values() if isinstance(m, type) and issubclass(m, BaseModel)
+              and m.__module__ == config.__name__ and m is not config.RunData]
+    assert len(models) > 10
+    defaults = [f"{m.__name__}.{name}" for m in models for name, field in m.model_fields.items()
+                if not field.is_required()]
+    assert defaults == []
+
+
+def test_resolve_applies_the_active_profile_only():
+    from replication.config import resolve
+    default, smoke = resolve(parse_params(GOOD)), resolve(parse_params(with_change("profile", "smoke")))
+    assert default["pretrain/simclr.json"]["conditions"]["simclr"]["steps"] == 300
+    assert smoke["pretrain/simclr.json"]["conditions"]["simclr"]["steps"] == 9
+    edited = with_change("profiles.smoke.pretrain.seeds", [7])         # a profile that is not active
+    assert resolve(parse_params(edited)) == default
+    assert "label" not in default["pretrain/simclr.json"]["conditions"]["simclr_tau005"]
+    assert default["conditions.json"]["conditions"]["simclr_tau005"]["label"] == "tau 0.05"
+
+
+def test_resolve_stage_exits_2_with_one_line_and_writes_nothing(tmp_path):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(with_change("pretrain.defaults.tau", -1)))
     before = set(tmp_path.rglob("*"))
-    args = [sys.executable, str(ROOT / "experiments" / stage)] + (["simclr"] if stage == "pretrain.py" else [])
-    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, str(ROOT / "experiments" / "resolve.py")], cwd=tmp_path,
+                            capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "pretrain.defaults.tau" in result.stderr
     assert set(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("stage", ["make_data.py", "pretrain.py", "evaluate.py", "analyze.py"])
+def test_a_stage_without_its_resolved_file_says_how_to_write_it(tmp_path, stage):
+    args = [sys.executable, str(ROOT / "experiments" / stage)] + (["simclr"] if stage in ("pretrain.py", "evaluate.py") else [])
+    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "resolve" in result.stderr

@@ -3,9 +3,10 @@ import pytest
 import torch
 
 from contrastive.augment import augment
-from contrastive.config import DataParams
 from contrastive.data import (SHAPES_CLASSES, DataError, _glyph_masks, build_dataset, load_cifar10,
-                              load_dataset, load_imagefolder, make_shapes, make_shapes4, save_dataset)
+                              load_imagefolder, make_shapes, make_shapes4)
+from helpers import data_params
+from replication.datasets import load_dataset, save_dataset
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_shapes_is_deterministic_and_in_range():
 
 
 def small_params():
-    return DataParams(shapes={"n_train": 20, "n_test": 10}, shapes4={"n_train": 10, "n_test": 10})
+    return data_params(shapes={"n_train": 20, "n_test": 10}, shapes4={"n_train": 10, "n_test": 10})
 
 
 def test_manifest_records_shape_classes_counts_and_hash(tmp_path):
@@ -85,7 +86,7 @@ def test_missing_dataset_names_the_fix(tmp_path):
 
 
 def test_digits_are_real_and_resized():
-    d = build_dataset("digits", DataParams())
+    d = build_dataset("digits", data_params())
     assert d["x_train"].shape == (1297, 3, 32, 32) and d["x_test"].shape == (500, 3, 32, 32)
     assert sorted(set(d["y_train"].tolist())) == list(range(10))
 

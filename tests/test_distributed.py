@@ -11,12 +11,13 @@ import pytest
 import torch
 import yaml
 
-from contrastive.config import FolderData, RunConfig, parse_params
-from contrastive.distributed import data_parallel, local_slice, mean_over_ranks, run_on_ranks, world
+from contrastive.distributed import data_parallel, local_slice, mean_over_ranks, run_on_ranks, world_size
 from contrastive.methods import build_method
 from contrastive.models import SmallCNN
-from contrastive.study import pretrain_seed
-from contrastive.train import train
+from contrastive.train import TrainSettings, train
+from helpers import run_config
+from replication.config import Execution, FolderData, RunData, parse_params
+from replication.runs import evaluate_method, method_from_state, train_run
 
 N = 16   # global batch
 
@@ -33,10 +34,10 @@ def loss_and_gradients(cfg):
     method = build_method(cfg, n_data=40, n_classes=3)
     model = data_parallel(method, torch.device("cpu"))
     v1, v2, labels, index = (local_slice(t) for t in global_batch())
-    loss = model(v1, v2, labels, index)
+    loss, _ = model(v1, v2, labels, index)
     loss.backward()
     grads = {name: p.grad.clone() for name, p in method.named_parameters() if p.grad is not None}
-    return mean_over_ranks(loss.item()), grads, world()[1]
+    return mean_over_ranks(loss.item()), grads, world_size()
 
 
 CASES = {   # condition on 2 ranks -> the same in one process
@@ -52,8 +53,8 @@ CASES = {   # condition on 2 ranks -> the same in one process
 @pytest.mark.parametrize("case", CASES)
 def test_two_ranks_give_the_loss_and_gradients_of_one_process(case):
     on_ranks, alone = CASES[case]
-    loss_2, grads_2, world_size = run_on_ranks(2, loss_and_gradients, RunConfig(batch=N, **on_ranks))
-    loss_1, grads_1, _ = loss_and_gradients(RunConfig(batch=N, **alone))
+    loss_2, grads_2, world_size = run_on_ranks(2, loss_and_gradients, run_config(batch=N, **on_ranks))
+    loss_1, grads_1, _ = loss_and_gradients(run_config(batch=N, **alone))
     assert world_size == 2
     assert loss_2 == pytest.approx(loss_1, rel=1e-5)
     assert grads_2.keys() == grads_1.keys() and len(grads_1) > 4
@@ -65,12 +66,12 @@ def short_training(cfg, steps=4):
     torch.manual_seed(0)
     method = build_method(cfg, n_data=40, n_classes=3)
     x, y = torch.rand(40, 3, 16, 16, generator=torch.Generator().manual_seed(1)), torch.arange(40) % 3
-    record = train(method, x, y, torch.Generator().manual_seed(0), steps=steps, batch=N, lr=1e-3, progress=False)
+    record = train(method, x, y, torch.Generator().manual_seed(0), TrainSettings(steps=steps, batch=N), progress=False)
     return record, {name: p.detach().clone() for name, p in method.named_parameters()}
 
 
 def test_the_training_loop_on_two_ranks_follows_one_process():
-    cfg = RunConfig(batch=N, channels_last=False)
+    cfg = run_config(batch=N, channels_last=False)
     (record_2, state_2), (record_1, state_1) = run_on_ranks(2, short_training, cfg), short_training(cfg)
     assert record_2["steps_done"] == record_1["steps_done"] == 4
     for (_, a), (_, b) in zip(record_2["loss_curve"], record_1["loss_curve"]):
@@ -84,7 +85,7 @@ def test_the_training_loop_on_two_ranks_follows_one_process():
 
 def test_ranks_must_divide_the_batch():
     with pytest.raises(ValueError, match="must divide batch"):
-        RunConfig(batch=30, ranks=4)
+        run_config(batch=30, ranks=4)
 
 
 def test_the_cifar10_profile_trains_a_few_steps_on_a_tiny_image_folder(tmp_path):
@@ -99,27 +100,29 @@ def test_the_cifar10_profile_trains_a_few_steps_on_a_tiny_image_folder(tmp_path)
     params = parse_params({**raw, "profile": "cifar10", "device": "cpu"})
     cfg = params.pretrain.run_config("simclr")
     assert (cfg.dataset, cfg.encoder, cfg.batch, cfg.steps) == ("cifar10", "resnet18", 512, 48_900)
-    params = params.model_copy(update={"data": params.data.model_copy(
-        update={"imagefolder": FolderData(root=str(tmp_path), n_test=0.25)})})
-    metrics, state = pretrain_seed(0, "simclr", cfg.model_copy(update={"dataset": "imagefolder", "steps": 2, "batch": 8}),
-                                   params)
-    assert metrics["status"] == "ok" and metrics["steps_done"] == 2 and metrics["device"] == "cpu"
-    assert metrics["eval"]["protocol"]["n_labelled"] == 18 and 0 <= metrics["eval"]["h"]["wknn"] <= 1
-    assert len(metrics["eval"]["h"]) > 5 and any(k.startswith("f.layer4") for k in state)   # a ResNet-18
+    data = RunData(image_size=32, imagefolder=FolderData(root=str(tmp_path), seed=0, n_test=0.25))
+    cfg = cfg.model_copy(update={"dataset": "imagefolder", "steps": 2, "batch": 8})
+    record, states = train_run(0, "simclr", cfg, Execution(threads=1, device="cpu", amp=params.amp), data)
+    assert record["status"] == "ok" and record["steps_done"] == 2 and record["device"] == "cpu"
+    assert any(k.startswith("f.layer4") for k in states[2])   # a ResNet-18
+    from replication.datasets import dataset_for
+    method = method_from_state(cfg, states[2], record["n_data"], record["n_classes"])
+    evaluation = evaluate_method(method, cfg, dataset_for("imagefolder", data), params.evaluate, 0)
+    assert evaluation["protocol"]["n_labelled"] == 18 and 0 <= evaluation["h"]["wknn"] <= 1 and len(evaluation["h"]) > 5
 
 
 TORCHRUN_SCRIPT = """
 import torch
-from contrastive.config import RunConfig
-from contrastive.distributed import init_from_env, select_device, world
+from contrastive.distributed import init_from_env, rank, select_device, world_size
 from contrastive.methods import build_method
-from contrastive.train import train
+from contrastive.train import TrainSettings, train
+from helpers import run_config
 init_from_env(select_device("cpu"))
 torch.manual_seed(0)
-method = build_method(RunConfig(batch=8), n_data=16, n_classes=2)
+method = build_method(run_config(batch=8), n_data=16, n_classes=2)
 record = train(method, torch.rand(16, 3, 16, 16), torch.arange(16) % 2, torch.Generator().manual_seed(0),
-               steps=2, batch=8, lr=1e-3, progress=False)
-print(f"rank {world()[0]} of {world()[1]}: {record['status']} {record['steps_done']}")
+               TrainSettings(steps=2, batch=8), progress=False)
+print(f"rank {rank()} of {world_size()}: {record['status']} {record['steps_done']}")
 """
 
 
@@ -128,6 +131,6 @@ def test_torchrun_launches_two_gloo_ranks(tmp_path):
     script.write_text(TORCHRUN_SCRIPT)
     torchrun = Path(sys.executable).parent / "torchrun"
     result = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", str(script)],
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parent)})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rank 0 of 2: ok 2" in result.stdout and "rank 1 of 2: ok 2" in result.stdout

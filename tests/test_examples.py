@@ -6,8 +6,8 @@ import pytest
 
 from pathlib import Path
 
-from contrastive.config import read_params
-from contrastive.examples import analytic, ntxent_numpy, tiny_simclr, toy2d
+from replication.config import read_params
+from replication.examples import analytic, ntxent_numpy, tiny_simclr, toy2d
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """The whole chain under the smoke profile, in a temporary copy: a fresh `dvc repro`, a well-formed
 report and claims.json, a no-op second run, the report opened in a real headless browser, a run
-killed with SIGKILL and resumed, a checked re-evaluation from a checkpoint, and failed runs."""
+killed with SIGKILL and resumed, checked checkpoints, failed runs, what an edit makes stale, and
+bad input that stops the analysis with one line."""
 import json
 import os
 import re
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from contrastive.study import differences
-from contrastive.timing import copy_project
+from replication.runs import differences
+from test_dvc_deps import closure, only_a_docstring
+from tools.timing import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -52,7 +54,8 @@ def smoke_copy(tmp_path_factory, home):
 
 
 def result_files(root):
-    return sorted(p.relative_to(root) for pattern in ("results/**/*.json", "data/*.json", "reports/claims.json")
+    return sorted(p.relative_to(root) for pattern in ("results/**/*.json", "data/*.json", "reports/claims.json",
+                                                      "resolved/**/*.json")
                   for p in root.glob(pattern))
 
 
@@ -71,8 +74,17 @@ def test_smoke_pipeline_writes_report_and_claims(smoke_copy):
     assert '<table class="claims">' in html and "data:image/png;base64" in html
     assert not re.search(r"<script[^>]+src=|<link[^>]+href=\"?https?:", html), "the report must work offline"
     for stage_output in ("results/examples/ntxent_numpy.json", "results/pretrain/simclr/simclr/seed_1.json",
-                         "data/shapes.json"):
+                         "results/evaluate/simclr/simclr/seed_1.json", "artifacts/pretrain/simclr/simclr/seed_1/step_0.pt",
+                         "data/shapes.json", "resolved/pretrain/simclr.json"):
         assert (smoke_copy / stage_output).exists()
+
+
+def test_claims_markdown_has_one_row_per_claim_with_its_verdict(smoke_copy):
+    claims = json.loads((smoke_copy / "reports" / "claims.json").read_text())
+    rows = [line for line in (smoke_copy / "reports" / "claims.md").read_text().splitlines()
+            if line.startswith("| `")]
+    assert [re.match(r"\| `([^`]+)`", r).group(1) for r in rows] == [c["id"] for c in claims]
+    assert [r.rsplit("**", 2)[-2] for r in rows] == [c["verdict"] for c in claims]
 
 
 def test_second_repro_does_nothing(smoke_copy):
@@ -107,19 +119,24 @@ def test_nothing_is_written_outside_the_repository(smoke_copy, home):
     assert written == [], f"the pipeline wrote into $HOME: {written[:10]}"
 
 
-def test_sigkill_mid_pipeline_then_repro_gives_the_same_results(smoke_copy, tmp_path):
-    """Kill `dvc repro` (its whole process group) while a pretraining stage is writing runs, then
-    run it again: every result file equals the uninterrupted run's, bar wall time and memory."""
-    copy = smoke_tree(tmp_path / "killed")
-    repro = subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=copy, env=environment(), start_new_session=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def test_sigkill_mid_stage_then_repro_gives_the_same_results(smoke_copy, tmp_path):
+    """Force a pretraining stage to run again, kill `dvc repro` (its whole process group) while the
+    stage is writing runs, then run `dvc repro`: every result file equals the uninterrupted run's,
+    bar wall time and memory, and the pipeline is up to date."""
+    copy = tmp_path / "killed"
+    shutil.copytree(smoke_copy, copy, symlinks=True)
+    first = copy / "results/pretrain/simclr/simclr/seed_0.json"
+    written = first.stat().st_mtime_ns
+    repro = subprocess.Popen([str(BIN / "dvc"), "repro", "-f", "pretrain@simclr"], cwd=copy, env=environment(),
+                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 600
-    while not list(copy.glob("results/pretrain/*/*/seed_*.json")) and repro.poll() is None:
+    while not (first.exists() and first.stat().st_mtime_ns != written) and repro.poll() is None:
         assert time.time() < deadline
-        time.sleep(0.05)
+        time.sleep(0.02)
     os.killpg(repro.pid, signal.SIGKILL)
     repro.wait()
-    assert not (copy / "reports" / "claims.json").exists()          # it was killed mid-way
+    assert repro.returncode != 0                                     # it was killed mid-way
+    assert list(status(copy)) != []
     result = dvc(["repro"], copy)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result_files(copy) == result_files(smoke_copy)
@@ -129,30 +146,124 @@ def test_sigkill_mid_pipeline_then_repro_gives_the_same_results(smoke_copy, tmp_
     assert dvc(["status", "--quiet"], copy).returncode == 0
 
 
-def study_module(args, cwd):
-    return subprocess.run([sys.executable, "-m", "contrastive.study", *args], cwd=cwd, env=environment(),
-                          capture_output=True, text=True)
+def run_script(args, cwd):
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=environment(), capture_output=True, text=True)
 
 
-def test_checkpoint_is_checked_and_reproduces_its_evaluation(smoke_copy):
-    run = "results/pretrain/simclr/simclr/seed_1.json"
-    result = study_module([run], smoke_copy)
-    assert result.returncode == 0 and "identical to the recorded evaluation" in result.stdout, result.stderr
-    checkpoint = smoke_copy / json.loads((smoke_copy / run).read_text())["checkpoint"]["path"]
+def test_evaluation_reproduces_from_the_checkpoints_and_checks_them(smoke_copy, tmp_path):
+    """The evaluate stage run again from the checkpoints gives the same records; a truncated or a
+    missing checkpoint stops it with one line naming the file and how to restore it."""
+    copy = tmp_path / "checked"
+    shutil.copytree(smoke_copy, copy, symlinks=True)
+    before = {p: p.read_text() for p in copy.glob("results/evaluate/simclr/*/seed_*.json")}
+    result = run_script(["experiments/evaluate.py", "simclr"], copy)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for path, text in before.items():
+        assert differences(json.loads(text), json.loads(path.read_text())) == [], path
+    record = json.loads((copy / "results/pretrain/simclr/simclr/seed_1.json").read_text())
+    assert [c["step"] for c in record["checkpoints"]] == [0, record["config"]["steps"]]
+    checkpoint = copy / record["checkpoints"][-1]["path"]
     good = checkpoint.read_bytes()
-    try:
-        checkpoint.unlink()                                  # never write through a link into DVC's cache
-        checkpoint.write_bytes(good[: len(good) // 2])
-        result = study_module([run], smoke_copy)
+    checkpoint.unlink()                                  # never write through a link into DVC's cache
+    checkpoint.write_bytes(good[: len(good) // 2])
+    result = run_script(["experiments/evaluate.py", "simclr"], copy)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "seed_1/step_9.pt: contents do not match the sha256" in result.stderr
+    assert "dvc checkout artifacts/pretrain/simclr/simclr/seed_1/step_9.pt" in result.stderr
+    assert "dvc repro -f pretrain@simclr" in result.stderr
+    checkpoint.unlink()
+    result = run_script(["experiments/evaluate.py", "simclr"], copy)
+    assert result.returncode == 1 and "missing checkpoint" in result.stderr
+
+
+def test_the_control_is_the_untrained_encoder(smoke_copy):
+    """Every evaluation record holds the step-0 control beside the end of training, and the control
+    is the same for conditions that share an initialisation (same seed, encoder and head)."""
+    a = json.loads((smoke_copy / "results/evaluate/simclr/simclr/seed_0.json").read_text())
+    b = json.loads((smoke_copy / "results/evaluate/simclr/simclr_tau1/seed_0.json").read_text())
+    assert a["rungs"] == [0, 9] and a["control"]["h"]["linear"] > 0 and a["eval"]["h"]["linear"] > 0
+    assert a["control"]["h"] == b["control"]["h"] and a["eval"]["h"] != b["eval"]["h"]
+
+
+def status(cwd, *targets):
+    result = dvc(["status", "--json", *targets], cwd)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout or "{}")
+
+
+def test_editing_any_module_a_pretraining_stage_imports_makes_it_stale(smoke_copy):
+    files = sorted(p.relative_to(ROOT) for p in closure(ROOT / "experiments/pretrain.py") if not only_a_docstring(p))
+    assert len(files) >= 10
+    for relative in files:
+        path = smoke_copy / relative
+        original = path.read_text()
+        try:
+            path.write_text(original + "\n# edited\n")
+            assert "pretrain@simclr" in status(smoke_copy, "pretrain@simclr"), relative
+        finally:
+            path.write_text(original)
+    assert status(smoke_copy) == {}
+
+
+def edited(copy, change):
+    """params.yaml of `copy` with change(params dict) applied."""
+    import yaml
+    path = copy / "params.yaml"
+    raw = yaml.safe_load(path.read_text())
+    change(raw)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def stages_run(output):
+    return re.findall(r"Running stage '([^']+)'", output)
+
+
+def test_edits_rerun_exactly_what_they_change(smoke_copy, tmp_path):
+    """An inactive profile's edit changes nothing; a probe setting reruns evaluation only (after the
+    cheap resolve stage), never training."""
+    copy = tmp_path / "edits"
+    shutil.copytree(smoke_copy, copy, symlinks=True)
+    edited(copy, lambda p: p["profiles"]["cifar10"]["pretrain"].update(seeds=[0]))
+    assert status(copy) == {}
+    edited(copy, lambda p: p["profiles"]["smoke"]["evaluate"].update(probe_steps=60))
+    assert list(status(copy)) == ["resolve"]
+    result = dvc(["repro", "resolve"], copy)
+    assert result.returncode == 0, result.stderr
+    stale = sorted(status(copy))
+    assert stale == sorted(f"evaluate@{s}" for s in ("batch", "digits", "moco", "simclr", "supcon")), stale
+
+
+def test_the_from_scratch_command_reruns_every_stage(smoke_copy):
+    every = dvc(["stage", "list", "--name-only"], smoke_copy).stdout.split()
+    result = dvc(["repro", "-f", "--dry"], smoke_copy)
+    assert result.returncode == 0, result.stderr
+    assert sorted(stages_run(result.stdout)) == sorted(every) and len(every) >= 18
+    assert "repro-all:" in (ROOT / "Makefile").read_text() and "dvc repro -f" in (ROOT / "Makefile").read_text()
+
+
+def test_a_claim_naming_an_unknown_condition_stops_the_analysis(smoke_copy, tmp_path):
+    copy = tmp_path / "typo"
+    shutil.copytree(smoke_copy, copy, symlinks=True)
+    registry = copy / "analysis/claims.yaml"
+    registry.write_text(registry.read_text().replace("/simclr_tau005/", "/simclr_tau0005/", 1))
+    before = (copy / "reports/claims.json").read_text()
+    result = run_script(["experiments/analyze.py"], copy)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "'simclr_tau0005' is not defined in params.yaml" in result.stderr and "claims.yaml: claim " in result.stderr
+    assert (copy / "reports/claims.json").read_text() == before          # nothing written
+
+
+def test_a_truncated_result_file_names_the_stage_that_regenerates_it(smoke_copy, tmp_path):
+    copy = tmp_path / "truncated"
+    shutil.copytree(smoke_copy, copy, symlinks=True)
+    for path, stage in (("results/evaluate/simclr/simclr_tau01/seed_1.json", "evaluate@simclr"),
+                        ("results/pretrain/moco/moco_bn4/seed_0.json", "pretrain@moco")):
+        original = (copy / path).read_text()
+        (copy / path).write_text(original[: len(original) // 3])
+        result = run_script(["experiments/analyze.py"], copy)
         assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
-        assert "seed_1.pt: contents do not match the sha256" in result.stderr
-        assert "dvc checkout artifacts/pretrain/simclr/simclr/seed_1.pt" in result.stderr
-        assert "dvc repro -f pretrain@simclr" in result.stderr
-        checkpoint.unlink()
-        result = study_module([run], smoke_copy)
-        assert result.returncode == 1 and "missing checkpoint" in result.stderr
-    finally:
-        checkpoint.write_bytes(good)
+        assert path in result.stderr and f"dvc repro -f {stage}" in result.stderr
+        (copy / path).write_text(original)
 
 
 def test_failed_runs_are_shown_as_failed_never_averaged(smoke_copy, tmp_path):
@@ -160,9 +271,11 @@ def test_failed_runs_are_shown_as_failed_never_averaged(smoke_copy, tmp_path):
     its arm has one value fewer, and the report names it."""
     copy = tmp_path / "failed"
     shutil.copytree(smoke_copy, copy, symlinks=True)
-    run = copy / "results/pretrain/simclr/simclr_tau01/seed_1.json"
-    metrics = json.loads(run.read_text())
-    run.write_text(json.dumps({**metrics, "status": "diverged", "reason": "loss nan at step 4", "eval": None}))
+    failure = {"status": "diverged", "reason": "loss nan at step 4"}
+    for kind in ("pretrain", "evaluate"):
+        run = copy / f"results/{kind}/simclr/simclr_tau01/seed_1.json"
+        record = json.loads(run.read_text())
+        run.write_text(json.dumps({**record, **failure, **({"eval": None} if kind == "evaluate" else {})}))
     for stage in ("analyze", "render_report"):
         result = subprocess.run([sys.executable, f"experiments/{stage}.py"], cwd=copy, env=environment(),
                                 capture_output=True, text=True)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from contrastive import stats
+from replication import stats
 
 
 def test_t_interval_matches_scipy():

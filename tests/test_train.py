@@ -10,13 +10,15 @@ import pytest
 import torch
 import torch.nn as nn
 
-from contrastive.config import DataParams, read_params
-from contrastive.data import build_dataset, save_dataset
+from contrastive.data import build_dataset
 from contrastive.losses import nt_xent
 from contrastive.methods import SimCLR
 from contrastive.models import SmallCNN, make_head
-from contrastive.study import differences, pretrain_seed
-from contrastive.train import CHECK_EVERY, train
+from contrastive.train import CHECK_EVERY, TrainSettings, train
+from helpers import PARAMS, data_params
+from replication.config import EvaluateConfig, Execution
+from replication.datasets import save_dataset
+from replication.runs import differences, evaluate_method, method_from_state, rungs, train_run
 
 
 def images(n=32, size=8, seed=0):
@@ -45,7 +47,7 @@ def test_nan_loss_stops_the_run_as_diverged():
     torch.manual_seed(0)
     x, y = images()
     method = SimCLR(SmallCNN(), make_head("mlp", 64), NaNAfter(3))
-    record = train(method, x, y, torch.Generator().manual_seed(0), steps=20, batch=8, lr=1e-3, progress=False)
+    record = train(method, x, y, torch.Generator().manual_seed(0), TrainSettings(steps=20, batch=8), progress=False)
     assert record["status"] == "diverged" and record["steps_done"] == 3
     assert "nan" in record["reason"] and "step 3" in record["reason"]
     assert torch.isfinite(torch.tensor(record["loss"]))        # the last finite loss, not the NaN
@@ -55,7 +57,7 @@ def test_infinite_loss_stops_the_run_as_diverged():
     torch.manual_seed(0)
     x, y = images()
     method = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1, z2, 0.2) + float("inf"))
-    record = train(method, x, y, torch.Generator().manual_seed(0), steps=5, batch=8, lr=1e-3, progress=False)
+    record = train(method, x, y, torch.Generator().manual_seed(0), TrainSettings(steps=5, batch=8), progress=False)
     assert record["status"] == "diverged" and record["steps_done"] == 0 and "inf" in record["reason"]
 
 
@@ -63,8 +65,7 @@ def test_constant_embeddings_stop_the_run_as_collapsed():
     torch.manual_seed(0)
     x, y = images()
     method = SimCLR(SmallCNN(), Constant(), lambda z1, z2: nt_xent(z1, z2, 0.2))
-    record = train(method, x, y, torch.Generator().manual_seed(0), steps=3 * CHECK_EVERY, batch=8, lr=1e-3,
-                   progress=False)
+    record = train(method, x, y, torch.Generator().manual_seed(0), TrainSettings(steps=3 * CHECK_EVERY, batch=8), progress=False)
     assert record["status"] == "collapsed" and record["steps_done"] == CHECK_EVERY
     assert f"step {CHECK_EVERY - 1}" in record["reason"]
 
@@ -73,34 +74,52 @@ def test_a_healthy_run_is_not_stopped():
     torch.manual_seed(0)
     x, y = images()
     method = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1, z2, 0.2))
-    record = train(method, x, y, torch.Generator().manual_seed(0), steps=CHECK_EVERY + 1, batch=8, lr=1e-3,
-                   progress=False)
+    record = train(method, x, y, torch.Generator().manual_seed(0), TrainSettings(steps=CHECK_EVERY + 1, batch=8), progress=False)
     assert record["status"] == "ok" and record["steps_done"] == CHECK_EVERY + 1 and record["reason"] is None
 
 
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory):
-    """The repository's params with a 60-image dataset and a small evaluation, and that dataset."""
+    """A 60-image dataset on disk, the data settings and a small evaluation."""
     data_dir = tmp_path_factory.mktemp("data")
-    params = read_params()
-    params = params.model_copy(update={
-        "data": DataParams(shapes={"n_train": 60, "n_test": 40}),
-        "evaluate": params.evaluate.model_copy(update={"n_labelled": 40, "n_test": 40, "probe_steps": 20,
-                                                       "wknn_k": 10})})
-    save_dataset(build_dataset("shapes", params.data), "shapes", data_dir)
-    return params, data_dir
+    data = data_params(shapes={"n_train": 60, "n_test": 40})
+    save_dataset(build_dataset("shapes", data), "shapes", data_dir)
+    evaluate = PARAMS.evaluate.model_copy(update={"n_labelled": 40, "n_test": 40, "probe_steps": 20, "wknn_k": 10})
+    return data, evaluate, data_dir
+
+
+EXECUTION = Execution(threads=1, device="cpu", amp=False)
+
+
+def train_and_evaluate(condition, tiny_study, seed=1):
+    data, evaluate, data_dir = tiny_study
+    cfg = PARAMS.pretrain.run_config(condition).model_copy(update={"steps": 6, "batch": 16, "queue": 32})
+    record, states = train_run(seed, condition, cfg, EXECUTION, data, data_dir)
+    method = method_from_state(cfg, states[cfg.steps], record["n_data"], record["n_classes"])
+    dataset = torch.load(data_dir / "shapes.pt", weights_only=True)
+    return record, states, evaluate_method(method, cfg, dataset, evaluate, seed)
 
 
 @pytest.mark.parametrize("condition", ["simclr", "moco_m099_s300", "supcon_out"])
 def test_the_same_run_twice_gives_bit_identical_metrics(tiny_study, condition):
-    params, data_dir = tiny_study
-    cfg = params.pretrain.run_config(condition).model_copy(update={"steps": 6, "batch": 16, "queue": 32})
-    a, state_a = pretrain_seed(1, condition, cfg, params, data_dir)
-    b, state_b = pretrain_seed(1, condition, cfg, params, data_dir)
-    assert a["status"] == "ok" and a["eval"]["h"]["linear"] > 0
-    assert differences(a, b) == []                        # every value but wall time and memory
-    assert all(torch.equal(state_a[k], state_b[k]) for k in state_a)
+    a, state_a, eval_a = train_and_evaluate(condition, tiny_study)
+    b, state_b, eval_b = train_and_evaluate(condition, tiny_study)
+    assert a["status"] == "ok" and eval_a["h"]["linear"] > 0
+    assert differences(a, b) == [] and differences(eval_a, eval_b) == []   # every value but time and memory
+    assert sorted(state_a) == rungs(PARAMS.pretrain.run_config(condition).model_copy(update={"steps": 6}))
+    assert all(torch.equal(state_a[s][k], state_b[s][k]) for s in state_a for k in state_a[s])
     assert a["wall_s"] > 0 and a["peak_rss_mb"] > 0
+
+
+def test_the_step_0_checkpoint_is_the_untrained_initialisation(tiny_study):
+    """The control: the state at step 0 equals a freshly built method of the same seed, and the
+    last checkpoint differs from it (training moved the weights)."""
+    from contrastive.methods import build_method
+    record, states, _ = train_and_evaluate("simclr", tiny_study, seed=3)
+    torch.manual_seed(3)
+    fresh = build_method(PARAMS.pretrain.run_config("simclr"), record["n_data"], record["n_classes"]).state_dict()
+    assert all(torch.equal(states[0][k], fresh[k]) for k in fresh)
+    assert not all(torch.equal(states[0][k], states[6][k]) for k in fresh)
 
 
 def test_differences_names_each_changed_leaf():
@@ -111,7 +130,7 @@ def test_differences_names_each_changed_leaf():
 
 WRITER = """
 import sys, time
-from contrastive import io
+from replication import io
 path, kind = sys.argv[1], sys.argv[2]
 with io.atomic_path(path) as tmp:
     with open(tmp, "w") as f:

@@ -1,6 +1,7 @@
-"""A replication study of contrastive representation learning, in miniature on a CPU.
+"""Contrastive representation learning, the algorithms only: importable without the study around them.
 
-Modules: data (datasets and their manifests), augment (batched view sampling), models (encoders
-and heads), losses, methods (one training step each), train (the shared loop), evaluate (probes
-on frozen features), stats (intervals and verdicts), config (the params.yaml schema), io.
+Modules: data (datasets: generated and read from disk), augment (batched view sampling), models
+(encoders and heads), losses, methods (one training step each, in the papers' symbols), train (the
+shared loop), evaluate (probes on frozen features), distributed (torch.distributed helpers).
+The study that runs and judges them lives in the `replication` package.
 """

@@ -18,11 +18,18 @@ import torch.distributed as dist
 import torch.nn as nn
 
 
-def world():
-    """(rank, world size) of this process; (0, 1) outside torch.distributed."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
+def _initialized():
+    return dist.is_available() and dist.is_initialized()
+
+
+def rank():
+    """This process's rank; 0 outside torch.distributed."""
+    return dist.get_rank() if _initialized() else 0
+
+
+def world_size():
+    """The number of processes sharing each batch; 1 outside torch.distributed."""
+    return dist.get_world_size() if _initialized() else 1
 
 
 def select_device(name="auto"):
@@ -54,11 +61,11 @@ def run_on_ranks(ranks, fn, *args):
         return torch.load(Path(tmp, "result.pt"), weights_only=False)
 
 
-def _rank_main(rank, ranks, tmp, fn, args):
-    dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank, world_size=ranks)
+def _rank_main(index, ranks, tmp, fn, args):
+    dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=index, world_size=ranks)
     try:
         result = fn(*args)
-        if rank == 0:
+        if index == 0:
             torch.save(result, Path(tmp, "result.pt"))
     finally:
         dist.destroy_process_group()
@@ -66,11 +73,10 @@ def _rank_main(rank, ranks, tmp, fn, args):
 
 def local_slice(x):
     """This rank's contiguous share of a global batch x (its length must divide by the world size)."""
-    rank, size = world()
-    if size == 1:
+    if world_size() == 1:
         return x
-    n = len(x) // size
-    return x[rank * n:(rank + 1) * n]
+    n = len(x) // world_size()
+    return x[rank() * n:(rank() + 1) * n]
 
 
 class _AllGather(torch.autograd.Function):
@@ -79,7 +85,7 @@ class _AllGather(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
-        parts = [torch.empty_like(x) for _ in range(world()[1])]
+        parts = [torch.empty_like(x) for _ in range(world_size())]
         dist.all_gather(parts, x.contiguous())
         return torch.cat(parts)
 
@@ -92,33 +98,33 @@ class _AllGather(torch.autograd.Function):
 
 def gather_with_grad(x):
     """x from every rank, in rank order, with gradients flowing back to each rank's own rows."""
-    return x if world()[1] == 1 else _AllGather.apply(x)
+    return x if world_size() == 1 else _AllGather.apply(x)
 
 
 @torch.no_grad()
 def gather(x):
     """x from every rank, in rank order (no gradient)."""
-    if world()[1] == 1:
+    if world_size() == 1:
         return x
-    parts = [torch.empty_like(x) for _ in range(world()[1])]
+    parts = [torch.empty_like(x) for _ in range(world_size())]
     dist.all_gather(parts, x.contiguous())
     return torch.cat(parts)
 
 
 def broadcast(x, src=0):
     """Rank src's x on every rank."""
-    if world()[1] > 1:
+    if world_size() > 1:
         dist.broadcast(x, src)
     return x
 
 
 def mean_over_ranks(value):
     """The average of a Python float over the ranks."""
-    if world()[1] == 1:
+    if world_size() == 1:
         return value
     t = torch.tensor([value], dtype=torch.float64)
     dist.all_reduce(t)
-    return t.item() / world()[1]
+    return t.item() / world_size()
 
 
 class GatheredBatchNorm2d(nn.BatchNorm2d):
@@ -127,7 +133,7 @@ class GatheredBatchNorm2d(nn.BatchNorm2d):
     rows. The same parameters and buffers as BatchNorm2d, so checkpoints load either way."""
 
     def forward(self, x):
-        if not self.training or world()[1] == 1:
+        if not self.training or world_size() == 1:
             return super().forward(x)
         return local_slice(super().forward(gather_with_grad(x)))
 
@@ -135,7 +141,7 @@ class GatheredBatchNorm2d(nn.BatchNorm2d):
 def global_batch_norm(module):
     """module with every BatchNorm2d made global across ranks: nn.SyncBatchNorm on GPUs,
     GatheredBatchNorm2d on CPUs. Parameters and running statistics are carried over."""
-    if world()[1] == 1:
+    if world_size() == 1:
         return module
     if next(module.parameters()).is_cuda:
         return nn.SyncBatchNorm.convert_sync_batchnorm(module)
@@ -153,7 +159,7 @@ def data_parallel(method, device):
     """The module to call for a training step: method itself in one process; across ranks, method
     with global BN where it asks for it (method.global_bn), wrapped in DistributedDataParallel,
     which averages gradients over the ranks."""
-    if world()[1] == 1:
+    if world_size() == 1:
         return method
     if getattr(method, "global_bn", True):
         global_batch_norm(method)

@@ -1,8 +1,7 @@
-"""Pretraining methods. Each is a module whose forward(v1, v2, labels, index) returns the loss of
-one training step on two views v1, v2 (N, 3, H, W) of the images with dataset indices `index`;
-labels are used only by the supervised methods. Each exposes f (image -> h) and g (h -> z).
-
-After forward, `last_z` holds the step's embeddings (detached) for the collapse check.
+"""Pretraining methods. Each is a module whose forward(v1, v2, labels, index) returns (loss, z):
+the loss of one training step on two views v1, v2 (N, 3, H, W) of the images with dataset indices
+`index`, and the step's embeddings z (detached), which the training loop checks for collapse.
+Labels are used only by the supervised methods. Each exposes f (image -> h) and g (h -> z).
 
 Under torch.distributed each rank holds a slice of the global batch (src/contrastive/distributed.py):
 SimCLR and SupCon gather every rank's embeddings (with their gradients) so that negatives come from
@@ -36,9 +35,8 @@ class SimCLR(nn.Module):
         self.f, self.g, self.criterion = f, g, criterion
 
     def forward(self, v1, v2, labels=None, index=None):
-        z = gather_with_grad(self.g(self.f(_interleave(v1, v2))))   # every rank's views, in batch order
-        self.last_z = z.detach()
-        return self.criterion(z[0::2], z[1::2])
+        z = gather_with_grad(self.g(self.f(_interleave(v1, v2))))   # z: 2N x d, every rank's views
+        return self.criterion(z[0::2], z[1::2]), z.detach()
 
 
 class MoCo(nn.Module):
@@ -100,10 +98,9 @@ class MoCo(nn.Module):
             else:
                 k = self._encode(self.f_k, self.g_k, v2)
             k = F.normalize(k, dim=1)
-        loss = losses.info_nce(q, k, self.queue.clone(), self.T)
+        loss = losses.info_nce(q, k, self.queue.clone(), self.T)   # logits: N x (1 + K) inside
         self._dequeue_and_enqueue(k)
-        self.last_z = q.detach()
-        return loss
+        return loss, q.detach()
 
 
 class MemoryBank(nn.Module):
@@ -125,8 +122,7 @@ class MemoryBank(nn.Module):
         with torch.no_grad():
             q_all, index_all = gather(q), gather(index)
             self.bank[index_all] = F.normalize(self.m * self.bank[index_all] + (1 - self.m) * q_all, dim=1)
-        self.last_z = q.detach()
-        return loss
+        return loss, q.detach()
 
 
 class SupCon(nn.Module):
@@ -140,9 +136,8 @@ class SupCon(nn.Module):
         self.f, self.g, self.tau, self.inside = f, g, tau, inside
 
     def forward(self, v1, v2, labels=None, index=None):
-        z = gather_with_grad(self.g(self.f(_interleave(v1, v2))))
-        self.last_z = z.detach()
-        return losses.supcon(z, gather(labels).repeat_interleave(2), self.tau, inside=self.inside)
+        z = gather_with_grad(self.g(self.f(_interleave(v1, v2))))   # z: 2N x d
+        return losses.supcon(z, gather(labels).repeat_interleave(2), self.tau, inside=self.inside), z.detach()
 
 
 class Supervised(nn.Module):
@@ -156,9 +151,8 @@ class Supervised(nn.Module):
         self.classifier = nn.Linear(f.dim, n_classes)
 
     def forward(self, v1, v2, labels=None, index=None):
-        h = self.f(_interleave(v1, v2))
-        self.last_z = h.detach()
-        return F.cross_entropy(self.classifier(h), labels.repeat_interleave(2))
+        h = self.f(_interleave(v1, v2))                             # h: 2N x dim
+        return F.cross_entropy(self.classifier(h), labels.repeat_interleave(2)), h.detach()
 
 
 def build_method(cfg, n_data, n_classes):

@@ -7,15 +7,30 @@ The thread count is set per run, because float results depend on it.
 import math
 import resource
 import time
+from dataclasses import dataclass
 
 import torch
 from tqdm import tqdm
 
 from .augment import augment, rotate_by_quarter_turns
-from .distributed import data_parallel, local_slice, mean_over_ranks, world
+from .distributed import data_parallel, local_slice, mean_over_ranks, rank
 
 COLLAPSE_STD = 1e-3     # per-dimension std of normalised embeddings below this means collapse
 CHECK_EVERY = 25        # steps between collapse checks
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What the loop needs to know; the study's RunConfig has these fields too and can be passed
+    instead. channels_last: NHWC convolutions (faster on CPU; the documents' exact example keeps
+    NCHW so that its float sums match). blur, rotate: extra augmentations."""
+    steps: int
+    batch: int
+    lr: float = 1e-3
+    schedule: str = "constant"      # or "cosine"
+    blur: bool = False
+    rotate: bool = False
+    channels_last: bool = False
 
 
 def embedding_spread(z):
@@ -34,47 +49,74 @@ def peak_rss_mb():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", blur=False,
-          rotate=False, channels_last=False, device="cpu", amp=False, desc="pretrain", progress=True):
-    """Adam on the method's loss for `steps` batches of `batch` images drawn with replacement.
+def optimizer(method, cfg):
+    """Adam over the trainable parameters, and the cosine schedule if asked for (else None)."""
+    opt = torch.optim.Adam([p for p in method.parameters() if p.requires_grad], lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps) if cfg.schedule == "cosine" else None
+    return opt, sched
 
-    Per step: draw indices, sample two views with `gen`, loss = method(v1, v2, labels, index),
-    one Adam step. channels_last: run the convolutions in NHWC layout (faster on CPU; the
-    documents' exact example keeps NCHW so that its float sums match). device: where the model
-    runs (the data stay on the CPU and each batch is moved); amp: bfloat16 autocast on CUDA.
-    Under torch.distributed, `batch` is the global batch: every rank draws the same indices and
-    views and trains on its own slice, BN spans every rank where the method wants global BN, and
-    DistributedDataParallel averages the gradients (src/contrastive/distributed.py).
-    Stops early on a NaN/inf loss (status 'diverged') or collapsed embeddings (status
-    'collapsed'). Returns a record: status, steps_done, reason, final loss, loss curve.
+
+def draw_batch(x_train, y_train, gen, cfg, device):
+    """One step's data: `cfg.batch` indices drawn with replacement, two augmented views of each
+    image (and a random quarter turn per view if cfg.rotate), this rank's slice of them.
+    Returns v1, v2 (N, 3, H, W), labels (N,) and dataset indices (N,)."""
+    index = torch.randint(0, len(x_train), (cfg.batch,), generator=gen)
+    x = x_train[index].to(device)
+    v1, v2 = augment(x, gen, blur=cfg.blur), augment(x, gen, blur=cfg.blur)
+    if cfg.rotate:  # k * 90 degrees, k ~ U{0..3}, drawn per view
+        v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (cfg.batch,), generator=gen).to(device))
+        v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (cfg.batch,), generator=gen).to(device))
+    v1, v2, labels, index = (local_slice(t) for t in (v1, v2, y_train[index].to(device), index.to(device)))
+    if cfg.channels_last:
+        v1, v2 = (v.contiguous(memory_format=torch.channels_last) for v in (v1, v2))
+    return v1, v2, labels, index
+
+
+def stop_reason(step, loss, z):
+    """(status, reason) when the run must stop after this step, else None: a NaN/inf loss
+    (diverged) or, every CHECK_EVERY steps, embeddings that have collapsed to one point."""
+    if not math.isfinite(loss):
+        return "diverged", f"loss {loss} at step {step}"
+    if (step + 1) % CHECK_EVERY == 0 and mean_over_ranks(embedding_spread(z)) < COLLAPSE_STD:
+        return "collapsed", f"embedding std below {COLLAPSE_STD} at step {step}"
+    return None
+
+
+def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=None, desc="pretrain",
+          progress=True):
+    """Adam on the method's loss for cfg.steps batches of cfg.batch images (a TrainSettings or a
+    RunConfig), drawn with replacement.
+
+    Per step: draw a batch and two views with `gen`, (loss, z) = method(v1, v2, labels, index),
+    one Adam step. snapshot(steps_done, method) is called before the first step (0) and after every
+    completed step, so that a caller can save checkpoints at the steps it wants; it must not draw
+    from any generator. device: where the model runs (the data stay on the CPU and each batch is
+    moved); amp: bfloat16 autocast on CUDA. Under torch.distributed, cfg.batch is the global batch:
+    every rank draws the same indices and views and trains on its own slice, BN spans every rank
+    where the method wants global BN, and DistributedDataParallel averages the gradients
+    (src/contrastive/distributed.py). Stops early on a NaN/inf loss (status 'diverged') or
+    collapsed embeddings (status 'collapsed'); a diverged step is not applied.
+    Returns a record: status, steps_done, reason, final loss, loss curve.
     """
     device = torch.device(device)
     method.to(device)
-    if channels_last:
+    if cfg.channels_last:
         method.to(memory_format=torch.channels_last)
     model = data_parallel(method, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16,
                               enabled=amp and device.type == "cuda" and torch.cuda.is_bf16_supported())
-    params = [p for p in method.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps) if schedule == "cosine" else None
+    opt, sched = optimizer(method, cfg)
     record = {"status": "ok", "steps_done": 0, "reason": None, "loss": None, "loss_curve": []}
-    curve_every = max(1, steps // 20)
-    for step in tqdm(range(steps), desc=desc, disable=not progress or world()[0] > 0, leave=False, mininterval=2):
-        index = torch.randint(0, len(x_train), (batch,), generator=gen)
-        x = x_train[index].to(device)
-        v1, v2 = augment(x, gen, blur=blur), augment(x, gen, blur=blur)
-        if rotate:  # one more augmentation: k * 90 degrees, k ~ U{0..3}, drawn per view
-            v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (batch,), generator=gen).to(device))
-            v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (batch,), generator=gen).to(device))
-        v1, v2, labels, index = (local_slice(t) for t in (v1, v2, y_train[index].to(device), index.to(device)))
-        if channels_last:
-            v1, v2 = (v.contiguous(memory_format=torch.channels_last) for v in (v1, v2))
+    curve_every = max(1, cfg.steps // 20)
+    if snapshot:
+        snapshot(0, method)
+    for step in tqdm(range(cfg.steps), desc=desc, disable=not progress or rank() > 0, leave=False, mininterval=2):
+        v1, v2, labels, index = draw_batch(x_train, y_train, gen, cfg, device)
         with autocast:
-            loss = model(v1, v2, labels, index)
+            loss, z = model(v1, v2, labels, index)
         value = mean_over_ranks(loss.item())
         if not math.isfinite(value):
-            record.update(status="diverged", reason=f"loss {value} at step {step}")
+            record.update(zip(("status", "reason"), stop_reason(step, value, z)))
             break
         opt.zero_grad()
         loss.backward()
@@ -83,11 +125,14 @@ def train(method, x_train, y_train, gen, steps, batch, lr, schedule="constant", 
             sched.step()
         record["steps_done"] = step + 1
         record["loss"] = value
-        if step % curve_every == 0 or step == steps - 1:
+        if step % curve_every == 0 or step == cfg.steps - 1:
             record["loss_curve"].append([step, value])
-        if (step + 1) % CHECK_EVERY == 0 and mean_over_ranks(embedding_spread(method.last_z)) < COLLAPSE_STD:
-            record.update(status="collapsed", reason=f"embedding std below {COLLAPSE_STD} at step {step}")
+        stop = stop_reason(step, value, z)
+        if stop:
+            record.update(zip(("status", "reason"), stop))
             break
+        if snapshot:
+            snapshot(step + 1, method)
     return record
 
 

@@ -27,7 +27,37 @@ KINDS = {"exact", "bound", "range", "interval", "paired", "failure", "not_tested
 
 
 class ClaimError(Exception):
-    pass
+    """A registry entry that cannot be judged as written (a configuration error)."""
+
+
+class ResultFileError(Exception):
+    """A result file the pipeline wrote that cannot be read; str(e) names it and the fix."""
+
+
+STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
+                    "tiny_simclr": "tiny_simclr"}
+
+
+def producing_stage(path):
+    """The DVC stage that writes a result file: pretrain@<study>, evaluate@<study>, an example's
+    stage or determinism."""
+    parts = Path(path).parts
+    if len(parts) > 2 and parts[1] in ("pretrain", "evaluate"):
+        return f"{parts[1]}@{parts[2]}"
+    if len(parts) > 2 and parts[1] == "examples":
+        return STAGE_OF_EXAMPLE.get(Path(path).stem, "analyze")
+    return Path(path).stem
+
+
+def _read(path, root):
+    """A result file's JSON; a truncated or unreadable one raises ResultFileError with the fix."""
+    try:
+        return read_json(Path(root) / path)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as e:
+        raise ResultFileError(f"{path}: cannot be read ({type(e).__name__}: truncated or corrupted?); "
+                              f"regenerate it with `dvc repro -f {producing_stage(path)}`") from None
 
 
 def _dig(record, path):
@@ -57,11 +87,11 @@ def _seed_order(path):
 def _records(spec, root):
     """The per-seed records a spec selects, or None when it names a single value."""
     if "files" in spec:
-        paths = sorted(glob.glob(str(Path(root) / spec["files"])), key=_seed_order)
+        paths = sorted(glob.glob(spec["files"], root_dir=root), key=_seed_order)
         if not paths:
             raise ClaimError(f"no files match {spec['files']}")
-        return [read_json(p) for p in paths]
-    data = read_json(Path(root) / spec["file"])
+        return [_read(p, root) for p in paths]
+    data = _read(spec["file"], root)
     if "select" not in spec:
         return None
     records = [r for r in _dig(data, spec["select"])
@@ -92,7 +122,7 @@ def measure_by_seed(spec, root="."):
 def measure(spec, root="."):
     """The value a spec names, or the list of its per-seed values (in seed order)."""
     if "file" in spec and "select" not in spec:          # one value, not one per seed
-        return _value(read_json(Path(root) / spec["file"]), spec)
+        return _value(_read(spec["file"], root), spec)
     return list(measure_by_seed(spec, root).values())
 
 
@@ -126,6 +156,94 @@ def _arm(values, per_seed=True):
     return stats.summarize(values) if per_seed and numeric else {"values": values, "n": len(values)}
 
 
+def _judge_exact(claim, out, notes, root):
+    """A printed number (or list, or true/false) within `tolerance`."""
+    measured = measure(claim["measured"], root)
+    out["arms"]["measured"] = _arm(measured, per_seed=False)
+    return "exact match" if _close(measured, claim["published"], claim.get("tolerance", 0)) else "mismatch"
+
+
+def _judge_bound(claim, out, notes, root):
+    """Every measured number within at_most / at_least."""
+    measured = measure(claim["measured"], root)
+    out["arms"]["measured"] = _arm(measured, per_seed=False)
+    ok = all((claim.get("at_most") is None or v <= claim["at_most"]) and
+             (claim.get("at_least") is None or v >= claim["at_least"]) for v in _flatten(measured))
+    return "exact match" if ok else "mismatch"
+
+
+def _judge_range(claim, out, notes, root):
+    """Every per-seed value inside the printed range [lo, hi], widened by `tolerance`."""
+    measured = measure(claim["measured"], root)
+    out["arms"]["measured"] = _arm(measured)
+    lo, hi = claim["range"]
+    tol = claim.get("tolerance", 0)
+    return "exact match" if all(lo - tol <= v <= hi + tol for v in measured) else "mismatch"
+
+
+def _judge_interval(claim, out, notes, root):
+    """Each arm's 95% interval of the mean inside the published range."""
+    lo, hi = claim["range"]
+    verdicts = []
+    for name, spec in claim["arms"].items():
+        out["arms"][name] = _arm(measure(spec, root))
+        verdicts.append(stats.interval_verdict(out["arms"][name]["ci95"], lo, hi))
+    return _combine(verdicts)
+
+
+def _judge_failure(claim, out, notes, root):
+    """The runs of a condition fail (diverge or collapse)."""
+    failures = failed_runs(claim["runs"], root)
+    statuses = [r.get("status", "ok") for r in _records(claim["runs"], root)]
+    out["arms"]["runs"] = {"values": statuses, "n": len(statuses), "failed": failures}
+    notes.append(f"{len(failures)} of {len(statuses)} runs failed.")
+    if failures and len(failures) == len(statuses):
+        return "reproduced"
+    return "contradicted" if not failures else "inconclusive"
+
+
+def _judge_paired(claim, out, notes, root):
+    """Arm a against each arm in b, seed by seed; Holm's correction over the claim's contrasts."""
+    a, bs = claim["a"], claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
+    by_seed = {}
+    for name in [a] + bs:
+        spec = claim["arms"][name]
+        by_seed[name] = measure_by_seed(spec, root)
+        out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name])}
+        failures = failed_runs(spec, root)
+        if failures:
+            out["arms"][name]["failed"] = failures
+            notes.append(f"{name}: {len(failures)} run(s) failed ({failures[0]['status']}); "
+                         "failed runs are shown, not averaged")
+    margin, direction = claim.get("margin", 0.0), claim.get("direction", "greater")
+    contrasts = []
+    for b in bs:
+        seeds = [s for s in by_seed[a] if s in by_seed[b]]
+        if len(seeds) < 2:
+            contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds,
+                              "diff_mean": None, "diff_ci95": None, "p": None, "p_holm": None,
+                              "verdict": "inconclusive"})
+            notes.append(f"{a} vs {b}: fewer than two seeds with both runs finished")
+            continue
+        c = stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction)
+        contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds, **c})
+    tested = [c for c in contrasts if c["p"] is not None]
+    for c, p_holm in zip(tested, stats.holm([c["p"] for c in tested])):
+        c["p_holm"] = p_holm
+        c["verdict"] = stats.verdict(c["diff_ci95"], margin, p_holm)
+        if c["verdict"] == "inconclusive":
+            c["seeds_needed"] = stats.seeds_needed(c["diffs"], margin)
+    out["contrast"] = max(contrasts, key=lambda c: -1 if c["p_holm"] is None else c["p_holm"])
+    if len(contrasts) > 1:
+        out["contrasts"] = contrasts
+    notes.append(_effect_note(claim, out["contrast"]))
+    return _combine([c["verdict"] for c in contrasts])
+
+
+JUDGES = {"exact": _judge_exact, "bound": _judge_bound, "range": _judge_range, "interval": _judge_interval,
+          "failure": _judge_failure, "paired": _judge_paired}
+
+
 def judge(claim, root="."):
     """One claims.json entry for one registry entry."""
     kind = claim.get("kind")
@@ -133,79 +251,11 @@ def judge(claim, root="."):
         raise ClaimError(f"claim {claim.get('id')}: kind must be one of {sorted(KINDS)}")
     out = {k: claim.get(k) for k in ("id", "source", "statement", "published", "metric")}
     out.update(section=claim.get("section", "other"), kind=kind, arms={}, contrast=None)
-    notes = [claim["scale_note"]] if claim.get("scale_note") else []
     if kind == "not_tested":
         out.update(verdict="not tested", note=claim["reason"])
         return out
-
-    if kind in ("exact", "bound", "range"):
-        measured = measure(claim["measured"], root)
-        out["arms"]["measured"] = _arm(measured, per_seed=kind == "range")
-        if kind == "exact":
-            ok = _close(measured, claim["published"], claim.get("tolerance", 0))
-        elif kind == "bound":
-            values = _flatten(measured)
-            ok = all((claim.get("at_most") is None or v <= claim["at_most"]) and
-                     (claim.get("at_least") is None or v >= claim["at_least"]) for v in values)
-        else:
-            lo, hi = claim["range"]
-            tol = claim.get("tolerance", 0)
-            ok = all(lo - tol <= v <= hi + tol for v in measured)
-        out["verdict"] = "exact match" if ok else "mismatch"
-
-    elif kind == "interval":
-        lo, hi = claim["range"]
-        verdicts = []
-        for name, spec in claim["arms"].items():
-            out["arms"][name] = _arm(measure(spec, root))
-            verdicts.append(stats.interval_verdict(out["arms"][name]["ci95"], lo, hi))
-        out["verdict"] = _combine(verdicts)
-
-    elif kind == "failure":
-        failures = failed_runs(claim["runs"], root)
-        statuses = [r.get("status", "ok") for r in _records(claim["runs"], root)]
-        n = len(statuses)
-        out["arms"]["runs"] = {"values": statuses, "n": n, "failed": failures}
-        out["verdict"] = ("reproduced" if failures and len(failures) == n else
-                          "contradicted" if not failures else "inconclusive")
-        notes.append(f"{len(failures)} of {n} runs failed.")
-
-    else:  # paired
-        a, bs = claim["a"], claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
-        by_seed = {}
-        for name in [a] + bs:
-            spec = claim["arms"][name]
-            by_seed[name] = measure_by_seed(spec, root)
-            out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name])}
-            failures = failed_runs(spec, root)
-            if failures:
-                out["arms"][name]["failed"] = failures
-                notes.append(f"{name}: {len(failures)} run(s) failed ({failures[0]['status']}); "
-                             "failed runs are shown, not averaged")
-        margin, direction = claim.get("margin", 0.0), claim.get("direction", "greater")
-        contrasts = []
-        for b in bs:
-            seeds = [s for s in by_seed[a] if s in by_seed[b]]
-            if len(seeds) < 2:
-                contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds,
-                                  "diff_mean": None, "diff_ci95": None, "p": None, "p_holm": None,
-                                  "verdict": "inconclusive"})
-                notes.append(f"{a} vs {b}: fewer than two seeds with both runs finished")
-                continue
-            c = stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction)
-            contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds, **c})
-        tested = [c for c in contrasts if c["p"] is not None]
-        for c, p_holm in zip(tested, stats.holm([c["p"] for c in tested])):
-            c["p_holm"] = p_holm
-            c["verdict"] = stats.verdict(c["diff_ci95"], margin, p_holm)
-            if c["verdict"] == "inconclusive":
-                c["seeds_needed"] = stats.seeds_needed(c["diffs"], margin)
-        out["verdict"] = _combine([c["verdict"] for c in contrasts])
-        out["contrast"] = max(contrasts, key=lambda c: -1 if c["p_holm"] is None else c["p_holm"])
-        if len(contrasts) > 1:
-            out["contrasts"] = contrasts
-        notes.append(_effect_note(claim, out["contrast"]))
-
+    notes = [claim["scale_note"]] if claim.get("scale_note") else []
+    out["verdict"] = JUDGES[kind](claim, out, notes, root)
     out["note"] = " ".join(n for n in notes if n)
     return out
 
@@ -232,12 +282,44 @@ def _effect_note(claim, c):
     return f"{sign}{ours}."
 
 
-def load_registry(path="analysis/claims.yaml"):
+def _patterns(spec):
+    """Every file pattern a measurement spec reads."""
+    for op in ("minus", "spread"):
+        if op in spec:
+            return [p for part in spec[op] for p in _patterns(part)]
+    return [spec[k] for k in ("files", "file") if k in spec]
+
+
+def _specs(claim):
+    for key in ("measured", "runs"):
+        if key in claim:
+            yield key, claim[key]
+    for name, spec in (claim.get("arms") or {}).items():
+        yield f"arms.{name}", spec
+
+
+def check_conditions(registry, conditions, path="analysis/claims.yaml"):
+    """Every per-run pattern (results/pretrain|evaluate/<study>/<condition>/...) must name a condition
+    that params.yaml defines: a misspelt one would otherwise leave its claim silently untested."""
+    for claim in registry:
+        for where, spec in _specs(claim):
+            for pattern in _patterns(spec):
+                parts = Path(pattern).parts
+                if len(parts) > 3 and parts[1] in ("pretrain", "evaluate") and parts[3] not in conditions:
+                    raise ClaimError(f"{path}: claim {claim['id']}, {where}: condition {parts[3]!r} is not "
+                                     "defined in params.yaml (pretrain.studies); fix the pattern "
+                                     f"{pattern!r} or add the condition")
+
+
+def load_registry(path="analysis/claims.yaml", conditions=None):
+    """The registry; with `conditions` (names params.yaml defines), every condition it names is checked."""
     registry = yaml.safe_load(Path(path).read_text())
     ids = [c["id"] for c in registry]
     duplicated = {i for i in ids if ids.count(i) > 1}
     if duplicated:
         raise ClaimError(f"{path}: duplicated claim ids {sorted(duplicated)}")
+    if conditions is not None:
+        check_conditions(registry, conditions, path)
     return registry
 
 

@@ -7,7 +7,7 @@ The random draws follow the article's order (default_rng(0); per image and view,
 import numpy as np
 import torch
 
-from ..losses import normalize_backward, nt_xent, nt_xent_numpy
+from contrastive.losses import normalize_backward, nt_xent, nt_xent_numpy
 
 SIZE = 16
 NAMES = ["square A", "square B", "bar", "ring"]

@@ -1,9 +1,10 @@
-"""Run `dvc repro`, timing it; when every stage of the pipeline ran, record the wall time.
+"""Run `dvc repro`, timing it; after a forced run in which every stage ran, record the wall time.
 
-    python -m contrastive.timing dvc repro [-f]
+    python -m tools.timing dvc repro [-f]
 
-Writes reports/repro_timing.json (seconds, the stages that ran, date, CPU, profile) so README and
-the report can quote a measured figure for a full run. A partial or no-op run leaves it alone.
+Writes reports/repro_timing.json (command, seconds, the stages that ran, date, CPU, profile) so
+README and the report can quote a measured figure for a run from scratch. Any other run (not
+forced, partial, no-op) leaves it alone: a run that reused results never stands for a full one.
 The time spent in DVC itself is the wall time during which no stage command (a child process of
 dvc running experiments/) was alive, sampled every 20 ms.
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from .io import write_json
+from replication.io import write_json
 
 RECORD = "reports/repro_timing.json"
 SAMPLE_S = 0.02
@@ -41,7 +42,7 @@ def time_in_stage_commands(pid, done):
     return seconds
 
 
-OUTPUTS = {"results", "reports", "data", "artifacts"}
+OUTPUTS = {"results", "reports", "data", "artifacts", "resolved"}
 
 
 def copy_project(source, dest, profile=None):
@@ -77,9 +78,10 @@ def main(argv):
     stages = re.findall(r"Running stage '([^']+)'", "".join(lines))
     every_stage = subprocess.run([argv[0], "stage", "list", "--name-only"], capture_output=True,
                                  text=True).stdout.split()
-    if code == 0 and stages and set(every_stage) <= set(stages):
-        from .config import read_params
-        from .report import cpu_model
+    forced = "-f" in argv or "--force" in argv
+    if code == 0 and forced and stages and set(every_stage) <= set(stages):
+        from replication.config import read_params
+        from replication.render import cpu_model
         write_json(RECORD, {"command": " ".join(argv), "seconds": round(seconds, 1),
                             "seconds_in_dvc": round(seconds - in_commands[0], 1), "stages_run": stages,
                             "date": datetime.date.today().isoformat(), "cpu": cpu_model(),

@@ -11,12 +11,12 @@ import time
 
 import torch
 
-from ..data import make_shapes4
-from ..evaluate import embed, knn_accuracy, linear_probe_accuracy
-from ..losses import nt_xent
-from ..methods import SimCLR
-from ..models import SmallCNN, make_head
-from ..train import peak_rss_mb, train
+from contrastive.data import make_shapes4
+from contrastive.evaluate import embed, knn_accuracy, linear_probe_accuracy
+from contrastive.losses import nt_xent
+from contrastive.methods import SimCLR
+from contrastive.models import SmallCNN, make_head
+from contrastive.train import TrainSettings, peak_rss_mb, train
 
 
 def run(seed, steps=300, batch=128, tau=0.2, threads=1, channels_last=False, progress=False):
@@ -30,8 +30,8 @@ def run(seed, steps=300, batch=128, tau=0.2, threads=1, channels_last=False, pro
     f, g = SmallCNN(), make_head("mlp", SmallCNN.dim)
     f_untrained = copy.deepcopy(f)                         # the control: same initialisation
     method = SimCLR(f, g, lambda z1, z2: nt_xent(z1, z2, tau))
-    record = train(method, unlabelled, labels, gen, steps=steps, batch=batch, lr=1e-3,
-                   channels_last=channels_last, desc=f"tiny SimCLR seed {seed}", progress=progress)
+    settings = TrainSettings(steps=steps, batch=batch, lr=1e-3, channels_last=channels_last)
+    record = train(method, unlabelled, labels, gen, settings, desc=f"tiny SimCLR seed {seed}", progress=progress)
     x_labelled, y_labelled = make_shapes4(40, gen)
     x_test, y_test = make_shapes4(1000, gen)
     out = {"seed": seed, "threads": threads, "status": record["status"], "loss": record["loss"]}
@@ -43,13 +43,6 @@ def run(seed, steps=300, batch=128, tau=0.2, threads=1, channels_last=False, pro
     out["wall_s"] = time.perf_counter() - start
     out["peak_rss_mb"] = peak_rss_mb()
     return out
-
-
-def printout(r):
-    """The run's result in the article's printed format (three decimals)."""
-    return (f"seed {r['seed']}: NT-Xent after 300 steps {r['loss']:.3f}\n"
-            f"  random encoder: linear probe {r['random']['linear']:.3f}, 5-NN {r['random']['knn']:.3f}\n"
-            f"  simclr encoder: linear probe {r['simclr']['linear']:.3f}, 5-NN {r['simclr']['knn']:.3f}")
 
 
 def same_output(a, b):

@@ -5,7 +5,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..losses import nt_xent, nt_xent_numpy
+from contrastive.losses import nt_xent, nt_xent_numpy
 
 
 def _views(n, d, seed):

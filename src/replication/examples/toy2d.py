@@ -11,7 +11,7 @@ starts from the same weights and sees the same batches (paired comparisons).
 """
 import numpy as np
 
-from ..losses import normalize_backward, nt_xent_numpy
+from contrastive.losses import normalize_backward, nt_xent_numpy
 
 DIM_IN, DIM_HIDDEN, DIM_OUT = 8, 32, 2
 

@@ -1,7 +1,7 @@
 """The measured figures in README.md, generated from files the pipeline wrote (never typed).
 
-    python -m contrastive.readme          # rewrite the block between the markers in README.md
-    python -m contrastive.readme --check  # exit 1 if README.md is out of date
+    python -m tools.readme                # rewrite the block between the markers in README.md
+    python -m tools.readme --check        # exit 1 if README.md is out of date
 
 The block sits between `<!-- figures:begin -->` and `<!-- figures:end -->`; the pipeline
 diagram between `<!-- dag:begin -->` and `<!-- dag:end -->` comes from `dvc dag --md`; the
@@ -27,17 +27,18 @@ def figures_block():
     timing = _load("reports/repro_timing.json")
     if timing:
         stages = len(timing["stages_run"])
-        lines.append(f"- Full `make repro` ({timing['profile']} profile, {stages} stages): "
+        lines.append(f"- Every stage from scratch (`{timing['command']}`, {timing['profile']} profile, {stages} stages): "
                      f"{timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured {timing['date']}.")
     runs = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/pretrain/*/simclr/seed_*.json"))]
-    linear = [r["eval"]["h"]["linear"] for r in runs if r["status"] == "ok"]
+    evals = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/evaluate/*/simclr/seed_*.json"))]
+    linear = [e["eval"]["h"]["linear"] for e in evals if e["status"] == "ok"]
     if linear:
         lines.append(f"- Plain SimCLR on `shapes` at the default budget (tau 0.2, MLP head, "
                      f"{runs[0]['config']['steps']} steps of {runs[0]['config']['batch']} images): linear probe "
                      f"on h {100 * np.mean(linear):.1f}% (seeds: {100 * min(linear):.1f}-{100 * max(linear):.1f}%, "
                      f"n = {len(linear)}); the dataset's difficulty target is 60-90%.")
         wall = [r["wall_s"] for r in runs]
-        lines.append(f"- One such run (pretraining and every probe, one torch thread): {np.mean(wall):.0f} s.")
+        lines.append(f"- One such run (pretraining, one torch thread): {np.mean(wall):.0f} s.")
     tiny = _load("results/examples/tiny_simclr.json")
     if tiny:
         by = ", ".join(f"{r['threads']} thread(s) {r['wall_s']:.0f} s" for r in tiny["by_threads"])

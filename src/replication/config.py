@@ -1,0 +1,407 @@
+"""The params.yaml schema (types and ranges only: every default value lives in params.yaml) and its
+resolution into one file per stage.
+
+`read_params()` reads params.yaml, applies the active profile's overrides and validates the whole
+file. `resolve(params)` turns it into the configuration each stage uses (resolved/<stage>.json,
+written by the `resolve` stage): a stage depends on its own resolved file, so editing a profile
+that is not active changes nothing, and editing the active one reruns exactly the stages whose
+configuration it changes. A bad file ends the process with exit status 2 and one line that names
+the key and what is allowed; nothing is written.
+
+    python -m replication.config [params.yaml]     # validate only
+"""
+import copy
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+Seeds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+Threads = Annotated[int, Field(ge=1, le=64)]
+Count = Annotated[int, Field(ge=1)]
+RESOLVED = Path("resolved")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+
+# ---------------------------------------------------------------- data
+
+class ShapesData(Strict):
+    seed: int
+    n_train: Annotated[int, Field(ge=10)]
+    n_test: Annotated[int, Field(ge=10)]
+    clutter: Annotated[int, Field(ge=0, le=20)]       # distractor blobs per image
+    texture: Annotated[float, Field(ge=0, le=1)]      # amplitude of the background stripes
+    noise: Annotated[float, Field(ge=0, le=1)]        # per-pixel Gaussian noise
+
+
+class Shapes4Data(Strict):
+    seed: int
+    n_train: Annotated[int, Field(ge=10)]
+    n_test: Annotated[int, Field(ge=10)]
+
+
+class DigitsData(Strict):
+    seed: int
+    n_test: Annotated[int, Field(ge=10, le=1000)]
+
+
+class FolderData(Strict):
+    root: str | None                                  # where the images are; read at run time, never downloaded
+    seed: int
+    n_test: Annotated[float, Field(gt=0, lt=1)]       # imagefolder: held-out fraction
+
+
+class DataParams(Strict):
+    image_size: Annotated[int, Field(ge=8, le=256)]
+    shapes: ShapesData
+    shapes4: Shapes4Data
+    digits: DigitsData
+    imagefolder: FolderData
+    cifar10: FolderData
+
+
+# ---------------------------------------------------------------- examples
+
+class NtXentExample(Strict):
+    loss_tau: PositiveFloat
+    taus: Annotated[list[PositiveFloat], Field(min_length=1)]
+    fd_step: Annotated[float, Field(gt=0, lt=1e-2)]
+
+
+class TinySimCLR(Strict):
+    seeds: Seeds
+    steps: Count
+    batch: Annotated[int, Field(ge=2)]
+    tau: PositiveFloat
+    threads: Threads
+    thread_check_seed: Annotated[int, Field(ge=0)]
+    thread_counts: Annotated[list[Threads], Field(min_length=1)]
+
+
+class Toy2D(Strict):
+    seeds: Seeds
+    taus: Annotated[list[PositiveFloat], Field(min_length=1)]
+    steps: Count
+    batch: Annotated[int, Field(ge=2)]
+    lr: PositiveFloat
+    n_eval: Annotated[int, Field(ge=20)]
+    n_classes: Annotated[int, Field(ge=2)]
+    class_spread: Annotated[float, Field(ge=0)]       # sd of a sample's own offset from its class centre
+    view_noise: Annotated[float, Field(ge=0)]         # sd of the noise an augmentation adds
+    knn_k: Count
+
+
+class ExampleParams(Strict):
+    ntxent_numpy: NtXentExample
+    tiny_simclr: TinySimCLR
+    toy2d: Toy2D
+
+
+# ---------------------------------------------------------------- pretraining
+
+DatasetName = Literal["shapes", "shapes4", "digits", "imagefolder", "cifar10"]
+FOLDER_DATASETS = ("imagefolder", "cifar10")        # read from a user's folder at run time
+
+
+class RunConfig(Strict):
+    """One pretraining condition; every seed of it shares these settings."""
+    dataset: DatasetName
+    encoder: Literal["cnn3", "resnet18"]
+    method: Literal["simclr", "moco", "memory_bank", "supcon", "supervised", "align_uniform"]
+    loss: Literal["nt_xent", "logistic", "margin_triplet", "siglip"]
+    tau: PositiveFloat
+    normalize: bool
+    head: Literal["none", "linear", "mlp"]
+    batch: Annotated[int, Field(ge=2)]
+    steps: Count
+    lr: PositiveFloat
+    schedule: Literal["constant", "cosine"]
+    margin: Annotated[float, Field(ge=0)]             # margin-triplet loss
+    momentum: Annotated[float, Field(ge=0, le=1)]     # MoCo key encoder / memory bank update
+    queue: Count                                      # MoCo queue length K, bank negatives
+    bn_groups: Count                                  # simulated devices, each with its own BN
+    ranks: Annotated[int, Field(ge=1, le=64)]         # processes sharing the batch (torch.distributed)
+    shuffle_bn: bool
+    supcon_inside: bool
+    blur: bool
+    rotate: bool
+    channels_last: bool       # NHWC tensors: about 1.5x faster convolutions on CPU (last-bit changes)
+
+    @model_validator(mode="after")
+    def _groups_divide_batch(self):
+        if self.batch % (self.ranks * self.bn_groups):
+            raise ValueError(f"ranks x bn_groups ({self.ranks} x {self.bn_groups}) must divide batch ({self.batch})")
+        return self
+
+
+class PretrainParams(Strict):
+    """studies: study name -> {condition name -> overrides of defaults, and an optional `label`
+    for plots}. One DVC stage per study trains all its conditions and seeds; condition names are
+    unique across studies. The overrides are checked one by one in parse_params."""
+    seeds: Seeds
+    steps_scale: Annotated[float, Field(gt=0, le=1000)]   # every condition's steps x this (profiles)
+    defaults: RunConfig
+    studies: Annotated[dict[str, Annotated[dict[str, dict | None], Field(min_length=1)]], Field(min_length=1)]
+
+    @property
+    def conditions(self):
+        """condition name -> its study."""
+        return {name: study for study, conditions in self.studies.items() for name in conditions}
+
+    def label(self, name):
+        return (self.studies[self.conditions[name]][name] or {}).get("label", name)
+
+    def run_config(self, name):
+        study = self.conditions.get(name)
+        if study is None:
+            raise KeyError(f"unknown condition {name!r}; known: {', '.join(self.conditions)}")
+        overrides = {k: v for k, v in (self.studies[study][name] or {}).items() if k != "label"}
+        cfg = RunConfig(**{**self.defaults.model_dump(), **overrides})
+        return cfg.model_copy(update={"steps": max(1, round(cfg.steps * self.steps_scale))})
+
+
+class EvaluateParams(Strict):
+    n_labelled: Annotated[int, Field(ge=4)]     # labelled images for the probes
+    n_test: Annotated[int, Field(ge=4)]
+    probe_steps: Count
+    probe_lr: PositiveFloat
+    probe_l2: Annotated[float, Field(ge=0)]
+    probe_standardize: bool
+    knn_k: Count
+    wknn_k: Count
+    wknn_t: PositiveFloat
+
+
+class DeterminismParams(Strict):
+    """One short pretraining of a condition, repeated, and at other thread counts."""
+    condition: str
+    seed: Annotated[int, Field(ge=0)]
+    steps: Count
+    thread_counts: Annotated[list[Threads], Field(min_length=1)]
+
+
+class Params(Strict):
+    profile: str
+    threads: Threads
+    device: Literal["auto", "cpu", "cuda"]     # auto: CUDA when torch sees a GPU
+    amp: bool                                  # bfloat16 autocast on CUDA (no effect on CPU)
+    workers: Annotated[int, Field(ge=1, le=64)]
+    data: DataParams
+    examples: ExampleParams
+    evaluate: EvaluateParams
+    pretrain: PretrainParams
+    determinism: DeterminismParams
+    profiles: dict[str, dict | None]
+
+
+# ---------------------------------------------------------------- what each stage reads
+
+class RunData(Strict):
+    """The data settings a training or evaluation stage needs: the generated datasets come from
+    data/ (a file dependency); a folder dataset needs its settings here."""
+    image_size: int
+    imagefolder: FolderData | None = None
+    cifar10: FolderData | None = None
+
+
+class Execution(Strict):
+    """Where and how runs execute: these change float results (threads, device, amp)."""
+    threads: Threads
+    device: Literal["auto", "cpu", "cuda"]
+    amp: bool
+
+
+class StudyConfig(Strict):
+    """resolved/pretrain/<study>.json: every condition of one study, resolved, and its seeds."""
+    study: str
+    seeds: Seeds
+    execution: Execution
+    data: RunData
+    conditions: dict[str, RunConfig]
+
+
+class EvaluateConfig(Strict):
+    """resolved/evaluate.json: the probes' settings and where they run."""
+    execution: Execution
+    evaluate: EvaluateParams
+
+
+class DeterminismConfig(Strict):
+    """resolved/determinism.json: one condition, shortened, trained and evaluated repeatedly."""
+    determinism: DeterminismParams
+    run: RunConfig
+    execution: Execution
+    data: RunData
+    evaluate: EvaluateParams
+
+
+def _run_data(params, configs):
+    used = {cfg.dataset for cfg in configs}
+    return RunData(image_size=params.data.image_size,
+                   **{name: getattr(params.data, name) for name in FOLDER_DATASETS if name in used})
+
+
+def resolve(params):
+    """{path under resolved/: content} for every stage. `workers.json` only says how many runs go
+    in parallel, which changes no result, so no stage depends on it."""
+    execution = Execution(threads=params.threads, device=params.device, amp=params.amp)
+    p = params.pretrain
+    out = {"data.json": params.data.model_dump(),
+           "workers.json": {"workers": params.workers},
+           "evaluate.json": EvaluateConfig(execution=execution, evaluate=params.evaluate).model_dump()}
+    for name, example in params.examples:
+        out[f"examples/{name}.json"] = example.model_dump()
+    for study, names in p.studies.items():
+        configs = {name: p.run_config(name) for name in names}
+        out[f"pretrain/{study}.json"] = StudyConfig(
+            study=study, seeds=p.seeds, execution=execution, data=_run_data(params, configs.values()),
+            conditions=configs).model_dump()
+    det = params.determinism
+    run = p.run_config(det.condition).model_copy(update={"steps": det.steps})
+    out["determinism.json"] = DeterminismConfig(determinism=det, run=run, execution=execution,
+                                                data=_run_data(params, [run]), evaluate=params.evaluate).model_dump()
+    out["conditions.json"] = {"seeds": p.seeds, "conditions": {
+        name: {"study": study, "label": p.label(name), "steps": p.run_config(name).steps}
+        for name, study in p.conditions.items()}}
+    digest = hashlib.sha256(json.dumps({k: v for k, v in out.items() if k != "workers.json"},
+                                       sort_keys=True).encode()).hexdigest()
+    out["report.json"] = {"profile": params.profile, "threads": params.threads, "workers": params.workers,
+                          "config_sha256": digest}
+    return out
+
+
+def read_resolved(name, model=None, root="."):
+    """resolved/<name>.json, as `model` when given; a missing file names the command that writes it."""
+    path = Path(root, RESOLVED, f"{name}.json")
+    if not path.exists():
+        print(f"error: {path}: missing; write it with `dvc repro resolve`", file=sys.stderr)
+        raise SystemExit(2)
+    raw = json.loads(path.read_text())
+    return model(**raw) if model else raw
+
+
+# ---------------------------------------------------------------- loading
+
+class ParamsError(Exception):
+    """A params file that cannot be used; str(e) is the one line to print."""
+
+
+def _deep_merge(base, overrides):
+    out = copy.deepcopy(base)
+    for key, value in (overrides or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _model_at(model, loc):
+    """The pydantic model that holds the last key of `loc`, or None where a plain dict does."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _one_line(error, model, where=""):
+    """'key.path: what is wrong' for the first error of a ValidationError of `model`; `where` is
+    the path of the validated mapping inside params.yaml."""
+    err = error.errors()[0]
+    loc = [str(p) for p in err["loc"] if p != "__root__"]
+    key = ".".join(([where] if where else []) + loc) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        holder = _model_at(model, loc[:-1])
+        allowed = sorted(holder.model_fields) if holder else []
+        if holder is RunConfig and where:
+            allowed = sorted(allowed + ["label"])
+        return f"{key}: unknown key" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+    msg = err["msg"].removeprefix("Value error, ")
+    shown = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
+    return f"{key}: {msg}{shown}"
+
+
+def _check_conditions(params):
+    """Each condition's overrides on their own, so that an error names the condition's own key."""
+    for study, conditions in params.pretrain.studies.items():
+        for name, overrides in conditions.items():
+            where = f"pretrain.studies.{study}.{name}"
+            overrides = dict(overrides or {})
+            label = overrides.pop("label", name)
+            if not isinstance(label, str):
+                raise ParamsError(f"{where}.label: must be text (got {label!r})")
+            try:
+                RunConfig(**{**params.pretrain.defaults.model_dump(), **overrides})
+            except ValidationError as e:
+                raise ParamsError(_one_line(e, RunConfig, where)) from None
+    seen = {}
+    for study, conditions in params.pretrain.studies.items():
+        for name in conditions:
+            if name in seen:
+                raise ParamsError(f"pretrain.studies.{study}.{name}: condition also in study {seen[name]}; "
+                                  "condition names must be unique")
+            seen[name] = study
+    if params.determinism.condition not in seen:
+        raise ParamsError(f"determinism.condition: {params.determinism.condition!r} is not a condition of "
+                          "pretrain.studies")
+
+
+def parse_params(raw, source="params.yaml"):
+    """Validate a params mapping (active profile applied) and return a Params object, or raise
+    ParamsError whose text is one line naming the key."""
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{source}: expected a mapping at the top level")
+    profile = raw.get("profile")
+    profiles = raw.get("profiles")
+    if not isinstance(profiles, dict):
+        raise ParamsError(f"{source}: profiles: must be a mapping of profile name to overrides")
+    if profile not in profiles:
+        raise ParamsError(f"{source}: profile: unknown profile {profile!r}; allowed: {', '.join(profiles)}")
+    merged = _deep_merge(raw, profiles[profile])
+    after = f" (after applying profile {profile})" if profiles[profile] else ""
+    try:
+        params = Params(**merged)
+        _check_conditions(params)
+    except ValidationError as e:
+        raise ParamsError(f"{source}: {_one_line(e, Params)}{after}") from None
+    except ParamsError as e:
+        raise ParamsError(f"{source}: {e}{after}") from None
+    return params
+
+
+def read_params(path="params.yaml"):
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: file not found") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ParamsError(f"{path}: not valid YAML{where}") from None
+    return parse_params(raw, source=str(path))
+
+
+def load_params(path="params.yaml"):
+    """read_params for an entry point: on a bad file print one line and exit with status 2."""
+    try:
+        return read_params(path)
+    except ParamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    p = load_params(sys.argv[1] if len(sys.argv) > 1 else "params.yaml")
+    print(f"params ok (profile {p.profile})")
