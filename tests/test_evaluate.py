@@ -68,3 +68,28 @@ def test_tolerance_is_mean_same_class_similarity():
     y = torch.tensor([0, 0, 1])
     assert tolerance(h, y) == pytest.approx(0.0)
     assert tolerance(h[[0, 2]], torch.tensor([0, 0])) == pytest.approx(math.sqrt(0.5))
+
+
+def test_centred_tolerance_removes_global_concentration():
+    """Adding the same offset to every feature raises raw tolerance towards 1 but leaves the centred
+    measure near where class structure puts it; with no class structure it is 0."""
+    from contrastive.evaluate import centred_tolerance
+    gen = torch.Generator().manual_seed(0)
+    y = torch.arange(200) % 4
+    unstructured = torch.nn.functional.normalize(torch.randn(200, 16, generator=gen) + 5.0, dim=1)
+    assert tolerance(unstructured, y) > 0.9
+    assert abs(centred_tolerance(unstructured, y)) < 0.01
+    centres = torch.eye(16)[:4] * 3.0
+    clustered = torch.nn.functional.normalize(torch.randn(200, 16, generator=gen) + centres[y], dim=1)
+    assert centred_tolerance(clustered, y) > 0.3
+
+
+def test_mlp_probe_reads_a_label_the_linear_probe_cannot():
+    """XOR of two feature signs: no linear separation, one hidden layer separates it."""
+    from contrastive.evaluate import mlp_probe_accuracy
+    gen = torch.Generator().manual_seed(1)
+    h = torch.rand(800, 2, generator=gen) * 2 - 1
+    y = ((h[:, 0] > 0) ^ (h[:, 1] > 0)).long()
+    linear = linear_probe_accuracy(h[:600], y[:600], h[600:], y[600:], steps=300, l2=0.0)
+    mlp = mlp_probe_accuracy(h[:600], y[:600], h[600:], y[600:], steps=300, l2=0.0, hidden=32)
+    assert linear < 0.7 and mlp > 0.9

@@ -32,14 +32,19 @@ def embed(f, g, x, chunk=None):
     return torch.cat(hs), torch.cat(zs)
 
 
+def _standardized(h_train, h_test):
+    """(h - mean) / sd with the training set's statistics, for both sets."""
+    mean, sd = h_train.mean(0), h_train.std(0) + 1e-6
+    return (h_train - mean) / sd, (h_test - mean) / sd
+
+
 def linear_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, l2=1e-3,
                           standardize=False):
     """Test accuracy of softmax regression W, b fitted on (h_train, y_train):
     minimise CE(h W + b, y) + l2 ||W||^2 with full-batch Adam from W = 0, b = 0.
     standardize: first map h -> (h - mean) / sd with the training set's statistics."""
     if standardize:
-        mean, sd = h_train.mean(0), h_train.std(0) + 1e-6
-        h_train, h_test = (h_train - mean) / sd, (h_test - mean) / sd
+        h_train, h_test = _standardized(h_train, h_test)
     n_classes = int(max(y_train.max(), y_test.max())) + 1
     with torch.enable_grad():
         W = torch.zeros(h_train.shape[1], n_classes, requires_grad=True)
@@ -51,6 +56,32 @@ def linear_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, 
             opt.step()
     with torch.no_grad():
         return ((h_test @ W + b).argmax(1) == y_test).float().mean().item()
+
+
+def mlp_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, l2=1e-3, standardize=False,
+                       hidden=64, seed=0):
+    """Test accuracy of a one-hidden-layer classifier fitted like the linear probe (full-batch Adam,
+    L2 penalty on the weights): logits = relu(h W1 + b1) W2 + b2, `hidden` units, W1 drawn from a
+    generator seeded with `seed` (Kaiming-uniform scale), W2 = 0. SimCLR read what h and g(h) retain
+    with such a classifier."""
+    if standardize:
+        h_train, h_test = _standardized(h_train, h_test)
+    n_classes = int(max(y_train.max(), y_test.max())) + 1
+    gen = torch.Generator().manual_seed(seed)
+    bound = 1 / h_train.shape[1] ** 0.5
+    with torch.enable_grad():
+        W1 = ((torch.rand(h_train.shape[1], hidden, generator=gen) * 2 - 1) * bound).requires_grad_()
+        b1 = torch.zeros(hidden, requires_grad=True)
+        W2 = torch.zeros(hidden, n_classes, requires_grad=True)
+        b2 = torch.zeros(n_classes, requires_grad=True)
+        opt = torch.optim.Adam([W1, b1, W2, b2], lr=lr)
+        logits = lambda h: F.relu(h @ W1 + b1) @ W2 + b2
+        for _ in range(steps):
+            opt.zero_grad()
+            (F.cross_entropy(logits(h_train), y_train) + l2 * ((W1**2).sum() + (W2**2).sum())).backward()
+            opt.step()
+    with torch.no_grad():
+        return (logits(h_test).argmax(1) == y_test).float().mean().item()
 
 
 def nearest(h_train, h_test, k, chunk=1024):
@@ -78,13 +109,19 @@ def weighted_knn_accuracy(h_train, y_train, h_test, y_test, k=200, T=0.1):
     return (votes.argmax(1) == y_test).float().mean().item()
 
 
-def rotation_probe_accuracy(features, x_train, x_test, gen, **probe):
-    """How well a linear probe on frozen features predicts a rotation k * 90 degrees (k ~ U{0..3})
-    applied to held-out images. features: images -> (n, d) l2-normalised. Chance is 25%."""
+def rotated(features, x_train, x_test, gen):
+    """Features of images turned by k * 90 degrees (k ~ U{0..3} each), with the turns:
+    (f_train, k_train, f_test, k_test). features: images -> (n, d) l2-normalised."""
     k_train = torch.randint(0, 4, (len(x_train),), generator=gen)
     k_test = torch.randint(0, 4, (len(x_test),), generator=gen)
-    return linear_probe_accuracy(features(rotate_by_quarter_turns(x_train, k_train)), k_train,
-                                 features(rotate_by_quarter_turns(x_test, k_test)), k_test, **probe)
+    return (features(rotate_by_quarter_turns(x_train, k_train)), k_train,
+            features(rotate_by_quarter_turns(x_test, k_test)), k_test)
+
+
+def rotation_probe_accuracy(features, x_train, x_test, gen, probe=linear_probe_accuracy, **settings):
+    """How well a probe on frozen features (linear by default, or mlp_probe_accuracy) predicts the
+    rotation of held-out images. Chance is 25%."""
+    return probe(*rotated(features, x_train, x_test, gen), **settings)
 
 
 def tolerance(h, y):
@@ -93,6 +130,15 @@ def tolerance(h, y):
     s = h @ h.T
     same = (y[:, None] == y[None, :]) & ~torch.eye(len(y), dtype=torch.bool)
     return s[same].mean().item()
+
+
+def centred_tolerance(h, y):
+    """Tolerance beyond global concentration: mean cosine similarity of same-class pairs minus that
+    of different-class pairs. Post-ReLU features are all non-negative and so similar overall; this
+    measures how much closer a class's own samples are (0: no closer than any other sample)."""
+    s = h @ h.T
+    same = y[:, None] == y[None, :]
+    return (s[same & ~torch.eye(len(y), dtype=torch.bool)].mean() - s[~same].mean()).item()
 
 
 @torch.no_grad()
@@ -110,8 +156,9 @@ def evaluate_representation(f, g, data, p, seed, augment_fn):
 
     Labelled set: the first p.n_labelled training images; test set: the first p.n_test test
     images. Linear probe, majority kNN (k = p.knn_k), weighted kNN (k = p.wknn_k, T = p.wknn_t),
-    Wang & Liu's tolerance and the rotation probe per feature; alignment and uniformity on two
-    augmented views of the test images. `seed` fixes the rotations and views drawn here.
+    Wang & Liu's tolerance (raw and centred) and the rotation probe (linear and MLP) per feature;
+    alignment and uniformity on two augmented views of the test images. `seed` fixes the rotations,
+    views and MLP initialisation drawn here.
     """
     gen = torch.Generator().manual_seed(1_000_003 + seed)
     rotations = lambda: torch.Generator().manual_seed(2_000_003 + seed)  # the same for h and z
@@ -122,13 +169,15 @@ def evaluate_representation(f, g, data, p, seed, augment_fn):
     probe = dict(steps=p.probe_steps, lr=p.probe_lr, l2=p.probe_l2, standardize=p.probe_standardize)
     out = alignment_uniformity(f, g, x_test, gen, augment_fn)
     for name, train_feat, test_feat, pick in (("h", h_lab, h_test, 0), ("z", z_lab, z_test, 1)):
+        turned = rotated(lambda x: embed(f, g, x, chunk=1000)[pick], x_lab, x_test, rotations())
         out[name].update({
             "linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe),
             "knn": knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.knn_k),
             "wknn": weighted_knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.wknn_k, T=p.wknn_t),
             "tolerance": tolerance(test_feat, y_test),
-            "rotation": rotation_probe_accuracy(lambda x: embed(f, g, x, chunk=1000)[pick],
-                                                x_lab, x_test, rotations(), **probe),
+            "tolerance_centred": centred_tolerance(test_feat, y_test),
+            "rotation": linear_probe_accuracy(*turned, **probe),
+            "rotation_mlp": mlp_probe_accuracy(*turned, seed=4_000_037 + seed, **probe),
         })
     out["protocol"] = {"features": "l2-normalised, eval-mode BN", "n_labelled": len(y_lab),
                        "n_test": len(y_test), "probe": probe, "knn_k": p.knn_k,
