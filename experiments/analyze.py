@@ -12,7 +12,8 @@ from replication.io import write_json
 if __name__ == "__main__":
     conditions = read_resolved("conditions")["conditions"]
     try:
-        judged = judge_all(load_registry("analysis/claims.yaml", conditions))
+        rules, claims = load_registry("analysis/claims.yaml", conditions)
+        judged = judge_all(claims, rules=rules)
     except ClaimError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

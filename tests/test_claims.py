@@ -75,10 +75,115 @@ def test_missing_measurement_is_not_tested_not_dropped(results):
 
 
 def test_registry_is_well_formed():
-    registry = load_registry(Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml")
+    rules, registry = load_registry(Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml")
+    assert {"control_margin", "max_seeds", "failure_loss_fraction"} <= set(rules)
     for c in registry:
         assert {"id", "source", "statement", "kind", "section"} <= set(c), c.get("id")
         if c["kind"] == "not_tested":
             assert c.get("reason"), c["id"]
         if c["kind"] in ("paired", "interval"):
             assert c.get("arms"), c["id"]
+
+
+def evaluation_records(root, condition, gains, study="s", control=0.30):
+    """results/evaluate/<study>/<condition>/seed_k.json with the given gains over a control."""
+    folder = root / "results" / "evaluate" / study / condition
+    folder.mkdir(parents=True)
+    for seed, gain in enumerate(gains):
+        (folder / f"seed_{seed}.json").write_text(json.dumps({
+            "condition": condition, "seed": seed, "status": "ok", "reason": None,
+            "control": {"h": {"linear": control}}, "eval": {"h": {"linear": control + gain}}}))
+
+
+def arm(condition):
+    return {"files": f"results/evaluate/*/{condition}/seed_*.json", "key": "eval.h.linear"}
+
+
+def test_no_contrast_is_judged_on_an_arm_that_did_not_train(tmp_path):
+    evaluation_records(tmp_path, "trained", [0.30, 0.31, 0.29, 0.32, 0.30])
+    evaluation_records(tmp_path, "stuck", [0.01, -0.02, 0.00, 0.02, -0.01])
+    judged = judge(claim(kind="paired", a="t", b="u", margin=0.02, arms={"t": arm("trained"), "u": arm("stuck")}),
+                   tmp_path)
+    assert judged["verdict"] == "not testable here"
+    assert "u (stuck) did not beat its untrained control" in judged["note"]
+    assert judged["arms"]["t"]["control"]["trained"]["trained"] is True
+    assert judged["arms"]["u"]["control"]["stuck"]["trained"] is False
+    assert judged["arms"]["u"]["control"]["stuck"]["ci95"][0] < 0.02
+
+
+def test_holm_runs_over_the_whole_registry(tmp_path):
+    for name, gains in (("a", [0.30, 0.31, 0.29, 0.32, 0.30]), ("b", [0.20, 0.22, 0.19, 0.21, 0.20]),
+                        ("c", [0.10, 0.11, 0.09, 0.12, 0.08])):
+        evaluation_records(tmp_path, name, gains)
+    claims = [claim(id="one", kind="paired", a="a", b=["b", "c"], margin=0.02, arms={n: arm(n) for n in "abc"}),
+              claim(id="two", kind="paired", a="b", b="c", margin=0.02, arms={n: arm(n) for n in "bc"})]
+    judged = judge_all(claims, tmp_path)
+    contrasts = judged[0]["contrasts"] + [judged[1]["contrast"]]
+    assert [c["holm_family"] for c in contrasts] == [3, 3, 3]
+    raw = sorted(c["p"] for c in contrasts)
+    assert min(c["p_holm"] for c in contrasts) == pytest.approx(3 * raw[0])
+    assert [j["verdict"] for j in judged] == ["reproduced", "reproduced"]
+
+
+def test_a_published_effect_inside_the_margin_is_not_testable(tmp_path):
+    evaluation_records(tmp_path, "a", [0.30, 0.31, 0.29, 0.32, 0.30])
+    evaluation_records(tmp_path, "b", [0.20, 0.22, 0.19, 0.21, 0.20])
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, published_effect_value=0.008,
+                         arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["verdict"] == "not testable here" and "no larger than the margin" in judged["note"]
+
+
+def test_an_effect_in_the_opposite_direction_inside_the_margin_is_not_contradicted(tmp_path):
+    evaluation_records(tmp_path, "a", [0.300, 0.301, 0.299, 0.302, 0.300])
+    evaluation_records(tmp_path, "b", [0.305, 0.306, 0.304, 0.307, 0.304])
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["contrast"]["diff_ci95"][1] < 0 and judged["verdict"] == "no meaningful effect"
+
+
+def test_a_single_printed_run_is_judged_against_the_prediction_interval(results):
+    spec = {"file": "r/ex.json", "select": "runs", "where": {"tau": 0.1}, "key": "acc"}
+    inside = judge(claim(kind="single_run", published=0.93, realisations=spec), results)
+    outside = judge(claim(kind="single_run", published=0.99, realisations=spec), results)
+    assert inside["verdict"] == "reproduced" and outside["verdict"] == "contradicted"
+    lo, hi = inside["arms"]["realisations"]["prediction95"]
+    assert lo < 0.9 and 0.93 < hi < 0.99
+
+
+def test_failure_counts_an_arm_that_never_trained_and_stays_near_log_k(tmp_path):
+    evaluation_records(tmp_path, "m0", [0.00, -0.03, 0.01, -0.02, 0.00], study="moco")
+    folder = tmp_path / "results" / "pretrain" / "moco" / "m0"
+    folder.mkdir(parents=True)
+    for seed, loss in enumerate([6.5, 6.8, 6.2, 6.9, 6.6]):
+        (folder / f"seed_{seed}.json").write_text(json.dumps(
+            {"seed": seed, "status": "ok", "loss": loss, "config": {"queue": 1024}}))
+    judged = judge(claim(kind="failure", runs={"files": "results/pretrain/*/m0/seed_*.json", "key": "status"}), tmp_path)
+    assert judged["verdict"] == "reproduced" and "log(K + 1) = 6.93" in judged["note"]
+
+
+def test_rank_correlation_with_an_interval(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"seed_{i}.json").write_text(json.dumps(
+            {"seed": i, "status": "ok", "eval": {"u": -i / 10, "acc": 0.5 + i / 100}}))
+    judged = judge(claim(kind="correlation", direction="greater", margin=0.1, runs={"files": "runs/seed_*.json"},
+                         x="eval.u", y="eval.acc"), tmp_path)
+    assert judged["contrast"]["rho"] == pytest.approx(-1.0) and judged["verdict"] == "contradicted"
+    judged = judge(claim(kind="correlation", direction="less", margin=0.1, runs={"files": "runs/seed_*.json"},
+                         x="eval.u", y="eval.acc"), tmp_path)
+    assert judged["verdict"] == "reproduced"
+
+
+def test_amendments_are_carried_into_the_judged_claim(results):
+    amended = {"date": "2026-11-30", "what": "w", "why": "y", "previous_verdict": "mismatch"}
+    judged = judge(claim(kind="exact", published=0.6092, tolerance=5e-5, amended=amended,
+                         measured={"file": "r/ex.json", "key": "loss"}), results)
+    assert judged["amended"] == amended
+
+
+def test_every_amendment_records_what_why_date_and_previous_verdict():
+    _, registry = load_registry(Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml")
+    amended = [c for c in registry if c.get("amended")]
+    assert len(amended) > 30
+    for c in amended:
+        assert set(c["amended"]) == {"date", "what", "why", "previous_verdict"}, c["id"]

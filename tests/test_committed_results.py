@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 CLAIMS = Path(__file__).resolve().parents[1] / "reports" / "claims.json"
+REGISTRY = Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml"
 pytestmark = pytest.mark.skipif(not CLAIMS.exists(), reason="no committed reports/claims.json")
 
 
@@ -31,31 +32,61 @@ def test_every_arm_interval_recomputes():
     assert checked > 0
 
 
+def contrasts_of(claims):
+    return [(c, k) for c in claims for k in c.get("contrasts", [c["contrast"]] if c.get("contrast") else [])]
+
+
 def test_paired_verdicts_recompute():
-    paired = [c for c in load() if c["kind"] == "paired" and c["contrast"]["diff_mean"] is not None]
+    """Intervals, two-sided p-values, Holm over the registry and the symmetric table, recomputed
+    from the per-seed values claims.json carries."""
+    claims = load()
+    paired = [(c, k) for c, k in contrasts_of(claims) if c["kind"] == "paired" and k["diff_mean"] is not None]
     assert paired
-    for c in paired:
-        for contrast in c.get("contrasts", [c["contrast"]]):
-            arm_a, arm_b = c["arms"][contrast["a"]], c["arms"][contrast["b"]]
-            by_seed_a = dict(zip(arm_a["seeds"], arm_a["values"]))
-            by_seed_b = dict(zip(arm_b["seeds"], arm_b["values"]))
-            a = np.asarray([by_seed_a[s] for s in contrast["seeds"]])
-            b = np.asarray([by_seed_b[s] for s in contrast["seeds"]])
-            d = a - b if contrast["direction"] == "greater" else b - a
-            lo, hi = ci95(d)
-            assert (lo, hi) == pytest.approx(tuple(contrast["diff_ci95"]))
-            p = stats.ttest_1samp(d, 0, alternative="greater").pvalue
-            assert contrast["p"] == pytest.approx(p)
-            m = contrast["margin"]
-            if lo > m and contrast["p_holm"] < 0.05:
-                expected = "reproduced"
-            elif hi < 0:
-                expected = "contradicted"
-            elif m > 0 and -m < lo and hi < m:
-                expected = "no meaningful effect"
-            else:
-                expected = "inconclusive"
-            assert contrast["verdict"] == expected, c["id"]
+    family = [k for _, k in contrasts_of(claims) if k.get("p_holm") is not None]
+    order = np.argsort([k["p"] for k in family], kind="stable")
+    running, holm = 0.0, {}
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(family) - rank) * family[i]["p"]))
+        holm[id(family[i])] = running
+    for c, contrast in paired:
+        arm_a, arm_b = c["arms"][contrast["a"]], c["arms"][contrast["b"]]
+        by_seed_a = dict(zip(arm_a["seeds"], arm_a["values"]))
+        by_seed_b = dict(zip(arm_b["seeds"], arm_b["values"]))
+        a = np.asarray([by_seed_a[s] for s in contrast["seeds"]])
+        b = np.asarray([by_seed_b[s] for s in contrast["seeds"]])
+        d = a - b if contrast["direction"] == "greater" else b - a
+        lo, hi = ci95(d)
+        assert (lo, hi) == pytest.approx(tuple(contrast["diff_ci95"]))
+        assert contrast["p"] == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
+        if contrast["verdict"] == "not testable here":
+            assert contrast.get("reason"), c["id"]
+            continue
+        assert contrast["p_holm"] == pytest.approx(holm[id(contrast)]), c["id"]
+        m = contrast["margin"]
+        if lo > m and contrast["p_holm"] < 0.05:
+            expected = "reproduced"
+        elif hi < -m and contrast["p_holm"] < 0.05:
+            expected = "contradicted"
+        elif -m < lo and hi < m:
+            expected = "no meaningful effect"
+        else:
+            expected = "inconclusive"
+        assert contrast["verdict"] == expected, c["id"]
+
+
+def test_every_pretraining_arm_shows_its_gain_over_the_untrained_control():
+    """No contrast with an arm that did not train is reproduced or contradicted."""
+    import yaml
+    margin = yaml.safe_load(REGISTRY.read_text())["rules"]["control_margin"]
+    shown = 0
+    for c, contrast in contrasts_of(load()):
+        for name in (contrast["a"], contrast["b"]):
+            for gain in (c["arms"].get(name, {}).get("control") or {}).values():
+                shown += 1
+                assert len(gain["ci95"]) == 2 and gain["trained"] == (gain["ci95"][0] > margin)
+                if not gain["trained"]:
+                    assert contrast["verdict"] not in ("reproduced", "contradicted"), c["id"]
+    assert shown > 40
 
 
 def test_readme_figures_come_from_the_committed_files():

@@ -27,23 +27,57 @@ def test_holm_known_values():
 def test_paired_contrast_direction_and_p():
     a, b = [0.70, 0.72, 0.69, 0.71, 0.73], [0.60, 0.61, 0.62, 0.60, 0.63]
     c = stats.paired_contrast(a, b)
-    assert c["diff_mean"] == pytest.approx(0.098) and c["p"] < 1e-4
+    assert c["diff_mean"] == pytest.approx(0.098) and c["p"] < 1e-3
     flipped = stats.paired_contrast(b, a, direction="less")
     assert flipped["diff_mean"] == pytest.approx(0.098) and flipped["p"] == pytest.approx(c["p"])
-    ref = sp.ttest_rel(a, b, alternative="greater").pvalue
-    assert c["p"] == pytest.approx(ref)
+    assert c["p"] == pytest.approx(sp.ttest_rel(a, b).pvalue)            # two-sided
+    assert c["se"] == pytest.approx(np.std(np.subtract(a, b), ddof=1) / np.sqrt(5))
 
 
-@pytest.mark.parametrize("ci,margin,p,expected", [
+CASES = [   # (interval, margin, Holm p, verdict): each rule, and its mirror image
     ([0.03, 0.05], 0.01, 0.001, "reproduced"),
-    ([0.005, 0.05], 0.01, 0.001, "inconclusive"),       # above 0 but not clear of the margin
-    ([0.03, 0.05], 0.01, 0.2, "inconclusive"),          # Holm p too large
-    ([-0.05, -0.01], 0.01, 0.99, "contradicted"),
+    ([-0.05, -0.03], 0.01, 0.001, "contradicted"),
+    ([0.005, 0.05], 0.01, 0.001, "inconclusive"),        # above 0, not clear of the margin
+    ([-0.05, -0.005], 0.01, 0.001, "inconclusive"),      # below 0, not clear of the margin
+    ([0.03, 0.05], 0.01, 0.2, "inconclusive"),           # Holm p too large
+    ([-0.05, -0.03], 0.01, 0.2, "inconclusive"),
     ([-0.005, 0.008], 0.01, 0.3, "no meaningful effect"),
+    ([-0.008, 0.005], 0.01, 0.3, "no meaningful effect"),
     ([-0.02, 0.03], 0.01, 0.3, "inconclusive"),
-])
+    ([-0.008, -0.001], 0.01, 0.01, "no meaningful effect"),   # below 0 but inside the margin: not contradicted
+]
+
+
+@pytest.mark.parametrize("ci,margin,p,expected", CASES)
 def test_verdict_rules(ci, margin, p, expected):
     assert stats.verdict(ci, margin, p) == expected
+
+
+@pytest.mark.parametrize("ci,margin,p,expected", CASES)
+def test_the_table_is_symmetric(ci, margin, p, expected):
+    mirror = {"reproduced": "contradicted", "contradicted": "reproduced"}
+    assert stats.verdict([-ci[1], -ci[0]], margin, p) == mirror.get(expected, expected)
+
+
+def test_verdict_rules_are_listed_once_for_readers():
+    names = [v for v, _ in stats.VERDICT_RULES]
+    assert names == ["not testable here", "reproduced", "contradicted", "no meaningful effect", "inconclusive"]
+
+
+def test_unstable_near_a_threshold_only():
+    assert stats.unstable([0.011, 0.05], se=0.01, margin=0.01, p_holm=0.001)        # lo just above m
+    assert not stats.unstable([0.05, 0.09], se=0.01, margin=0.01, p_holm=0.001)
+    assert stats.unstable([0.05, 0.09], se=0.001, margin=0.01, p_holm=0.001, shift=0.05)   # a big float move
+
+
+def test_prediction_interval_is_wider_than_the_interval_of_the_mean():
+    x = [0.61, 0.64, 0.59, 0.66, 0.63]
+    lo, hi = stats.prediction_interval(x)
+    half = sp.t.ppf(0.975, 4) * np.std(x, ddof=1) * np.sqrt(1 + 1 / 5)
+    assert (lo, hi) == pytest.approx((np.mean(x) - half, np.mean(x) + half))
+    assert stats.single_run_verdict(0.70, x) == "reproduced"        # outside the mean's interval, inside this one
+    assert stats.t_interval(x)[1] < 0.70
+    assert stats.single_run_verdict(0.80, x) == "contradicted"
 
 
 def test_seeds_needed_grows_with_spread():

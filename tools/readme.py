@@ -89,6 +89,14 @@ def benchmarks_block():
     return "\n".join(table)
 
 
+def verdicts_block():
+    """The verdict table, from the one list the analysis applies (src/replication/stats.py)."""
+    from replication.stats import VERDICT_RULES
+    rows = ["| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its 95% interval, m the margin) |",
+            "|---|---|"]
+    return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in VERDICT_RULES])
+
+
 def dag_block():
     beside = Path(sys.executable).parent / "dvc"            # the virtual environment's dvc
     out = subprocess.run([str(beside) if beside.exists() else "dvc", "dag", "--md"], capture_output=True, text=True)
@@ -96,7 +104,8 @@ def dag_block():
 
 
 def render(text):
-    for name, block in (("figures", figures_block()), ("dag", dag_block()), ("benchmarks", benchmarks_block())):
+    for name, block in (("figures", figures_block()), ("dag", dag_block()), ("benchmarks", benchmarks_block()),
+                        ("verdicts", verdicts_block())):
         text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
                       lambda m: m.group(1) + block + "\n" + m.group(2), text, flags=re.S)
     return text

@@ -1,29 +1,46 @@
-"""Judging the claims registry (analysis/claims.yaml) against the files the pipeline wrote.
+"""Judging the claims registry (analysis/claims.yaml: `rules`, then `claims`) against the files the
+pipeline wrote.
 
 Each claim names where its measurements are and how they are judged (`kind`):
     exact       a printed number (or list, or true/false) within `tolerance`  -> exact match | mismatch
     bound       a measured number against at_most / at_least                  -> exact match | mismatch
     range       every per-seed value inside a printed range [lo, hi] +- tolerance -> exact match | mismatch
     interval    the 95% interval of each arm's mean inside [lo, hi]           -> reproduced | contradicted | inconclusive
-    paired      arm a against each arm in b, seed by seed (stats.verdict with Holm within the claim)
-    failure     the runs of a condition fail (diverge or collapse)    -> reproduced | contradicted | inconclusive
+    single_run  a figure printed from one run, against the 95% prediction interval of our
+                realisations (seeds, or one seed at several thread counts)   -> reproduced | contradicted
+    paired      arm a against each arm in b, seed by seed: the symmetric table of stats.VERDICT_RULES,
+                Holm's correction over every paired contrast of the registry
+    correlation Spearman's rank correlation of two figures over runs, with a Fisher-z interval, judged
+                by the same table as a paired effect
+    failure     a condition fails: every run diverges or collapses, or it does not beat its untrained
+                control and its loss stays near log(K + 1)                  -> reproduced | contradicted | inconclusive
     not_tested  a reason why this study cannot test it                        -> not tested
+A claim with `not_testable: reason` (a design that differs from the paper where it decides the
+outcome) is measured and shown, and its verdict is `not testable here`.
+
+The untrained control: every pretraining arm (a condition's evaluation records) gets its gain over
+the same encoder at step 0, linear probe on h, paired by seed; an arm whose gain does not clear
+rules.control_margin (lower 95% bound) has not trained, and no contrast that involves it is judged.
 
 Measurements: {file, key} reads one value; {files: glob, key} one value per file (per seed, in
 seed order); {file, select: list-key, where: {field: value}, key} one value per selected record.
 A key is a dotted path ('*' maps over a list); `ratio: [a, b]` or `difference: [a, b]` instead of key combines two paths.
-{minus: [spec, spec]} and {spread: [spec, ...]} combine conditions seed by seed.
+{minus: [spec, spec]} and {spread: [spec, ...]} combine conditions seed by seed; {best_of: [spec, ...]}
+takes the spec with the highest mean (a learning-rate sweep's best arm).
 """
 import glob
+import math
 import re
 from pathlib import Path
 
+import numpy as np
 import yaml
+from scipy import stats as scipy_stats
 
 from . import stats
 from .io import read_json
 
-KINDS = {"exact", "bound", "range", "interval", "paired", "failure", "not_tested"}
+KINDS = {"exact", "bound", "range", "interval", "single_run", "paired", "correlation", "failure", "not_tested"}
 
 
 class ClaimError(Exception):
@@ -86,8 +103,9 @@ def _seed_order(path):
 
 def _records(spec, root):
     """The per-seed records a spec selects, or None when it names a single value."""
-    if "files" in spec:
-        paths = sorted(glob.glob(spec["files"], root_dir=root), key=_seed_order)
+    if "files" in spec:                   # a pattern, or a list of patterns read in turn
+        patterns = spec["files"] if isinstance(spec["files"], list) else [spec["files"]]
+        paths = [p for pattern in patterns for p in sorted(glob.glob(pattern, root_dir=root), key=_seed_order)]
         if not paths:
             raise ClaimError(f"no files match {spec['files']}")
         return [_read(p, root) for p in paths]
@@ -101,11 +119,21 @@ def _records(spec, root):
     return records
 
 
+def _best_of(spec, root):
+    """(index, {seed: value}) of the part of a best_of spec with the highest mean."""
+    parts = [measure_by_seed(s, root) for s in spec["best_of"]]
+    means = [np.mean(list(p.values())) if p else -math.inf for p in parts]
+    best = int(np.argmax(means))
+    return best, parts[best]
+
+
 def measure_by_seed(spec, root="."):
     """{seed: value} over the runs a spec selects. Failed runs (status not 'ok') give no value.
 
     Derived specs combine others seed by seed: {minus: [a, b]} is a - b, {spread: [a, b, ...]}
-    is max - min (over the seeds every part has)."""
+    is max - min (over the seeds every part has), {best_of: [a, b, ...]} the part with the highest mean."""
+    if "best_of" in spec:
+        return _best_of(spec, root)[1]
     for op in ("minus", "spread"):
         if op in spec:
             parts = [measure_by_seed(s, root) for s in spec[op]]
@@ -126,15 +154,36 @@ def measure(spec, root="."):
     return list(measure_by_seed(spec, root).values())
 
 
+def _parts(spec):
+    return spec.get("minus") or spec.get("spread") or spec.get("best_of") or []
+
+
 def failed_runs(spec, root="."):
     """Runs a per-seed spec selects that did not finish ('diverged', 'collapsed')."""
-    for op in ("minus", "spread"):
-        if op in spec:
-            return [f for s in spec[op] for f in failed_runs(s, root)]
+    if _parts(spec):
+        return [f for s in _parts(spec) for f in failed_runs(s, root)]
     if "files" not in spec:
         return []
     return [{"seed": r.get("seed"), "status": r["status"], "reason": r.get("reason")}
             for r in _records(spec, root) if r.get("status", "ok") != "ok"]
+
+
+def _patterns(spec):
+    """Every file pattern a measurement spec reads."""
+    if _parts(spec):
+        return [p for part in _parts(spec) for p in _patterns(part)]
+    found = [spec[k] for k in ("files", "file") if k in spec]
+    return [p for f in found for p in (f if isinstance(f, list) else [f])]
+
+
+def conditions_of(spec):
+    """The pretraining conditions a spec reads (results/pretrain|evaluate/<study>/<condition>/...)."""
+    names = []
+    for pattern in _patterns(spec):
+        parts = Path(pattern).parts
+        if len(parts) > 3 and parts[1] in ("pretrain", "evaluate") and parts[3] not in names:
+            names.append(parts[3])
+    return names
 
 
 def _flatten(x):
@@ -155,6 +204,39 @@ def _arm(values, per_seed=True):
     numeric = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     return stats.summarize(values) if per_seed and numeric else {"values": values, "n": len(values)}
 
+
+# ---------------------------------------------------------------- the untrained control
+
+def control_gain(condition, rules, root="."):
+    """A condition's gain over its untrained control: per seed, linear probe on h at the end of
+    training minus the same encoder at step 0 (finished runs only), its summary, and whether it
+    trained (lower 95% bound above rules['control_margin'])."""
+    paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root), key=_seed_order)
+    gains = {}
+    for path in paths:
+        record = _read(path, root)
+        if record["status"] == "ok" and record.get("control") and record.get("eval"):
+            gains[record["seed"]] = record["eval"]["h"]["linear"] - record["control"]["h"]["linear"]
+    if len(gains) < 2:
+        return None
+    summary = {**stats.summarize(list(gains.values())), "seeds": list(gains), "metric": "linear probe on h"}
+    summary["trained"] = summary["ci95"][0] > rules["control_margin"]
+    return summary
+
+
+def _untrained(out):
+    """'arm (condition): gain ...' for every arm of a judged claim whose condition did not train."""
+    reasons = {}
+    for name, arm in out["arms"].items():
+        for condition, gain in (arm.get("control") or {}).items():
+            if not gain["trained"]:
+                lo, hi = (100 * v for v in gain["ci95"])
+                reasons[name] = (f"{name} ({condition}) did not beat its untrained control: gain "
+                                 f"{100 * gain['mean']:+.1f} points [{lo:+.1f}, {hi:+.1f}]")
+    return reasons
+
+
+# ---------------------------------------------------------------- one function per kind
 
 def _judge_exact(claim, out, notes, root):
     """A printed number (or list, or true/false) within `tolerance`."""
@@ -191,72 +273,198 @@ def _judge_interval(claim, out, notes, root):
     return _combine(verdicts)
 
 
-def _judge_failure(claim, out, notes, root):
-    """The runs of a condition fail (diverge or collapse)."""
+def _judge_single_run(claim, out, notes, root):
+    """A figure from one printed run, inside the 95% prediction interval of our realisations."""
+    values = measure(claim["realisations"], root)
+    arm = out["arms"]["realisations"] = _arm(values)
+    if len(values) < 2:
+        notes.append("Fewer than two realisations: no spread to judge a single run against.")
+        return "inconclusive"
+    arm["prediction95"] = stats.prediction_interval(values)
+    lo, hi = arm["prediction95"]
+    notes.append(f"One more run of ours would fall in [{lo:.4g}, {hi:.4g}] (95% prediction interval over "
+                 f"{len(values)} realisations); the printed figure is one run.")
+    return stats.single_run_verdict(claim["published"], values, claim.get("tolerance", 0))
+
+
+def _judge_failure(claim, out, notes, root, rules):
+    """A condition fails: every run diverges or collapses, or it has not trained (untrained-control
+    gate) and its final loss stays near log(K + 1)."""
+    records = _records(claim["runs"], root)
     failures = failed_runs(claim["runs"], root)
-    statuses = [r.get("status", "ok") for r in _records(claim["runs"], root)]
-    out["arms"]["runs"] = {"values": statuses, "n": len(statuses), "failed": failures}
-    notes.append(f"{len(failures)} of {len(statuses)} runs failed.")
-    if failures and len(failures) == len(statuses):
+    out["arms"]["runs"] = {"values": [r.get("status", "ok") for r in records], "n": len(records), "failed": failures}
+    if failures and len(failures) == len(records):
+        notes.append(f"{len(failures)} of {len(records)} runs failed.")
         return "reproduced"
-    return "contradicted" if not failures else "inconclusive"
+    condition = conditions_of(claim["runs"])[0]
+    gain = control_gain(condition, rules, root)
+    finished = [r for r in records if r.get("status", "ok") == "ok"]
+    floor = math.log(finished[0]["config"]["queue"] + 1)
+    losses = [r["loss"] for r in finished]
+    out["arms"]["final loss"] = {**_arm(losses), "log_k_plus_1": floor}
+    out["arms"]["runs"]["control"] = {condition: gain}
+    near_floor = min(losses) >= rules["failure_loss_fraction"] * floor
+    notes.append(f"{len(failures)} of {len(records)} runs diverged or collapsed; final loss "
+                 f"{np.mean(losses):.2f} (log(K + 1) = {floor:.2f}, lowest run {min(losses):.2f}).")
+    if gain is None:
+        return "inconclusive"
+    lo, hi = (100 * v for v in gain["ci95"])
+    notes.append(f"Gain over the untrained control: {100 * gain['mean']:+.1f} points [{lo:+.1f}, {hi:+.1f}].")
+    if gain["trained"]:
+        return "contradicted"
+    return "reproduced" if near_floor else "inconclusive"
 
 
-def _judge_paired(claim, out, notes, root):
-    """Arm a against each arm in b, seed by seed; Holm's correction over the claim's contrasts."""
+def _paired_arms(claim, out, notes, root, rules):
+    """Per-seed values of every arm of a paired claim, with failed runs and the untrained control."""
     a, bs = claim["a"], claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
     by_seed = {}
     for name in [a] + bs:
         spec = claim["arms"][name]
         by_seed[name] = measure_by_seed(spec, root)
-        out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name])}
+        arm = out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name])}
+        if "best_of" in spec:
+            arm["chosen"] = _patterns(spec["best_of"][_best_of(spec, root)[0]])[0]
+        controls = {c: control_gain(c, rules, root) for c in conditions_of(spec)}
+        if any(controls.values()):
+            arm["control"] = {c: g for c, g in controls.items() if g}
         failures = failed_runs(spec, root)
         if failures:
-            out["arms"][name]["failed"] = failures
+            arm["failed"] = failures
             notes.append(f"{name}: {len(failures)} run(s) failed ({failures[0]['status']}); "
                          "failed runs are shown, not averaged")
+    return a, bs, by_seed
+
+
+def _judge_paired(claim, out, notes, root, rules):
+    """Arm a against each arm in b, seed by seed. Contrasts get their statistics here; their verdicts
+    wait for Holm's correction over the whole registry (judge_all)."""
+    a, bs, by_seed = _paired_arms(claim, out, notes, root, rules)
     margin, direction = claim.get("margin", 0.0), claim.get("direction", "greater")
+    untrained = _untrained(out)
     contrasts = []
     for b in bs:
         seeds = [s for s in by_seed[a] if s in by_seed[b]]
+        c = {"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds, "metric_key": _key(claim["arms"][a])}
+        reasons = [untrained[n] for n in (a, b) if n in untrained]
         if len(seeds) < 2:
-            contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds,
-                              "diff_mean": None, "diff_ci95": None, "p": None, "p_holm": None,
-                              "verdict": "inconclusive"})
-            notes.append(f"{a} vs {b}: fewer than two seeds with both runs finished")
-            continue
-        c = stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction)
-        contrasts.append({"a": a, "b": b, "direction": direction, "margin": margin, "seeds": seeds, **c})
-    tested = [c for c in contrasts if c["p"] is not None]
-    for c, p_holm in zip(tested, stats.holm([c["p"] for c in tested])):
-        c["p_holm"] = p_holm
-        c["verdict"] = stats.verdict(c["diff_ci95"], margin, p_holm)
-        if c["verdict"] == "inconclusive":
-            c["seeds_needed"] = stats.seeds_needed(c["diffs"], margin)
-    out["contrast"] = max(contrasts, key=lambda c: -1 if c["p_holm"] is None else c["p_holm"])
-    if len(contrasts) > 1:
-        out["contrasts"] = contrasts
-    notes.append(_effect_note(claim, out["contrast"]))
-    return _combine([c["verdict"] for c in contrasts])
+            c.update(diff_mean=None, diff_ci95=None, p=None, p_holm=None, verdict="inconclusive",
+                     reason="fewer than two seeds with both runs finished")
+        else:
+            c.update(stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction))
+            effect = claim.get("published_effect_value")
+            if claim.get("not_testable"):
+                c.update(verdict="not testable here", reason="the design differs from the paper's (above)")
+            elif reasons:
+                c.update(verdict="not testable here", reason="; ".join(reasons))
+            elif effect is not None and abs(effect) <= margin:
+                c.update(verdict="not testable here",
+                         reason=f"the published effect ({effect:+.3g}) is no larger than the margin ({margin:g})")
+            else:
+                c["verdict"] = None                       # judged after Holm over the registry
+        contrasts.append(c)
+    out["contrasts"] = contrasts
+    return None
+
+
+def _key(spec):
+    """The figure a spec reads (its key), for the thread-count shift of that figure."""
+    if _parts(spec):
+        return _key(_parts(spec)[0])
+    return spec.get("key")
+
+
+def _judge_correlation(claim, out, notes, root, rules):
+    """Spearman's rho of x and y over every run a pattern selects, with a Fisher-z 95% interval;
+    direction 'less' claims a negative correlation. Judged by the paired table after Holm."""
+    records = [r for r in _records(claim["runs"], root) if r.get("status", "ok") == "ok" and r.get("eval")]
+    x = [_dig(r, claim["x"]) for r in records]
+    y = [_dig(r, claim["y"]) for r in records]
+    rho, p = scipy_stats.spearmanr(x, y)
+    n = len(x)
+    half = 1.96 * math.sqrt(1.06 / (n - 3))        # Fieller et al.'s standard error for Spearman's rho
+    z = math.atanh(min(max(rho, -1 + 1e-12), 1 - 1e-12))       # a perfect rank order has an infinite z
+    lo, hi = math.tanh(z - half), math.tanh(z + half)
+    sign = -1 if claim.get("direction") == "less" else 1
+    out["arms"] = {"x": {"values": x, "n": n, "key": claim["x"]}, "y": {"values": y, "n": n, "key": claim["y"]}}
+    ci = sorted([sign * lo, sign * hi])
+    out["contrasts"] = [{"a": claim["y"], "b": claim["x"], "direction": claim.get("direction", "greater"),
+                         "margin": claim.get("margin", 0.0), "seeds": [], "rho": float(rho), "n_runs": n,
+                         "diffs": [], "diff_mean": float(sign * rho), "diff_ci95": ci, "se": half / 1.96,
+                         "p": float(p), "verdict": None}]
+    notes.append(f"Spearman rho {rho:+.3f} [{lo:+.3f}, {hi:+.3f}] over {n} runs.")
+    return None
 
 
 JUDGES = {"exact": _judge_exact, "bound": _judge_bound, "range": _judge_range, "interval": _judge_interval,
-          "failure": _judge_failure, "paired": _judge_paired}
+          "single_run": _judge_single_run}
+REGISTRY_JUDGES = {"paired": _judge_paired, "correlation": _judge_correlation, "failure": _judge_failure}
+DEFAULT_RULES = {"control_margin": 0.02, "max_seeds": 50, "failure_loss_fraction": 0.8}
 
 
-def judge(claim, root="."):
-    """One claims.json entry for one registry entry."""
+def _judge_one(claim, root, rules):
+    """A claims.json entry; paired and correlation claims leave their contrasts' verdicts open."""
     kind = claim.get("kind")
     if kind not in KINDS:
         raise ClaimError(f"claim {claim.get('id')}: kind must be one of {sorted(KINDS)}")
     out = {k: claim.get(k) for k in ("id", "source", "statement", "published", "metric")}
     out.update(section=claim.get("section", "other"), kind=kind, arms={}, contrast=None)
+    if claim.get("published_effect") is not None:
+        out["published_effect"] = claim["published_effect"]
+    if claim.get("amended"):
+        out["amended"] = claim["amended"]
     if kind == "not_tested":
         out.update(verdict="not tested", note=claim["reason"])
         return out
-    notes = [claim["scale_note"]] if claim.get("scale_note") else []
-    out["verdict"] = JUDGES[kind](claim, out, notes, root)
-    out["note"] = " ".join(n for n in notes if n)
+    out["_notes"] = [claim["scale_note"]] if claim.get("scale_note") else []
+    judge_kind = JUDGES.get(kind)
+    out["verdict"] = (judge_kind(claim, out, out["_notes"], root) if judge_kind else
+                      REGISTRY_JUDGES[kind](claim, out, out["_notes"], root, rules))
+    return out
+
+
+def _float_shift(key, root):
+    """How far a figure moved at another thread count (results/determinism.json), or 0."""
+    path = Path(root, "results/determinism.json")
+    if not key or not path.exists():
+        return 0.0
+    moves = [abs(b - a) for diffs in read_json(path)["thread_differences"].values()
+             for field, a, b in diffs if field == key and isinstance(a, (int, float))]
+    return max(moves, default=0.0)
+
+
+def _finish(claim, out, rules, root):
+    """Verdicts of a claim's contrasts (their Holm p already set), the claim's verdict and note."""
+    contrasts = out.pop("contrasts", None)
+    if contrasts is not None:
+        for c in contrasts:
+            if c["verdict"] is None:
+                c["verdict"] = stats.verdict(c["diff_ci95"], c["margin"], c["p_holm"])
+                shift = 2 * _float_shift(c.get("metric_key"), root)      # both arms may move
+                c["unstable"] = stats.unstable(c["diff_ci95"], c["se"], c["margin"], c["p_holm"], shift)
+                if c["verdict"] == "inconclusive" and c["diffs"]:
+                    c["seeds_needed"] = stats.seeds_needed(c["diffs"], c["margin"])
+                    if c["seeds_needed"] is None or c["seeds_needed"] > rules["max_seeds"]:
+                        c["verdict"] = "not testable here"
+                        c["reason"] = (f"the interval would clear the margin only with more than "
+                                       f"{rules['max_seeds']} seeds" if c["seeds_needed"] is None else
+                                       f"clearing the margin would need about {c['seeds_needed']} seeds "
+                                       f"(bound {rules['max_seeds']})")
+        out["contrast"] = contrasts[0] if len(contrasts) == 1 else max(
+            contrasts, key=lambda c: -1 if c.get("p_holm") is None else c["p_holm"])
+        if len(contrasts) > 1:
+            out["contrasts"] = contrasts
+        out["verdict"] = _combine([c["verdict"] for c in contrasts])
+        out["unstable"] = any(c.get("unstable") for c in contrasts)
+        for c in contrasts:
+            if c.get("reason"):
+                out["_notes"].append(f"{c['a']} vs {c['b']}: {c['reason']}.")
+        if out["kind"] == "paired":
+            out["_notes"].append(_effect_note(claim, out["contrast"]))
+    if claim.get("not_testable"):
+        out["verdict"] = "not testable here"
+        out["_notes"].insert(0, f"Not testable here as designed: {claim['not_testable']}")
+    out["note"] = " ".join(n for n in out.pop("_notes") if n)
     return out
 
 
@@ -264,8 +472,9 @@ def _combine(verdicts):
     """A claim over several arms or contrasts holds only if every part holds."""
     if all(v == verdicts[0] for v in verdicts):
         return verdicts[0]
-    if "contradicted" in verdicts:
-        return "contradicted"
+    for dominant in ("contradicted", "not testable here"):
+        if dominant in verdicts:
+            return dominant
     return "inconclusive"
 
 
@@ -282,60 +491,74 @@ def _effect_note(claim, c):
     return f"{sign}{ours}."
 
 
-def _patterns(spec):
-    """Every file pattern a measurement spec reads."""
-    for op in ("minus", "spread"):
-        if op in spec:
-            return [p for part in spec[op] for p in _patterns(part)]
-    return [spec[k] for k in ("files", "file") if k in spec]
-
+# ---------------------------------------------------------------- the registry
 
 def _specs(claim):
-    for key in ("measured", "runs"):
+    for key in ("measured", "runs", "realisations"):
         if key in claim:
             yield key, claim[key]
     for name, spec in (claim.get("arms") or {}).items():
         yield f"arms.{name}", spec
 
 
-def check_conditions(registry, conditions, path="analysis/claims.yaml"):
+def check_conditions(claims, conditions, path="analysis/claims.yaml"):
     """Every per-run pattern (results/pretrain|evaluate/<study>/<condition>/...) must name a condition
     that params.yaml defines: a misspelt one would otherwise leave its claim silently untested."""
-    for claim in registry:
+    for claim in claims:
         for where, spec in _specs(claim):
             for pattern in _patterns(spec):
                 parts = Path(pattern).parts
-                if len(parts) > 3 and parts[1] in ("pretrain", "evaluate") and parts[3] not in conditions:
+                if len(parts) > 3 and parts[1] in ("pretrain", "evaluate") and "*" not in parts[3] \
+                        and parts[3] not in conditions:
                     raise ClaimError(f"{path}: claim {claim['id']}, {where}: condition {parts[3]!r} is not "
                                      "defined in params.yaml (pretrain.studies); fix the pattern "
                                      f"{pattern!r} or add the condition")
 
 
 def load_registry(path="analysis/claims.yaml", conditions=None):
-    """The registry; with `conditions` (names params.yaml defines), every condition it names is checked."""
+    """(rules, claims) of the registry; with `conditions` (names params.yaml defines), every
+    condition it names is checked."""
     registry = yaml.safe_load(Path(path).read_text())
-    ids = [c["id"] for c in registry]
+    if not isinstance(registry, dict) or not isinstance(registry.get("claims"), list):
+        raise ClaimError(f"{path}: expected a mapping with `rules` and a list of `claims`")
+    rules = {**DEFAULT_RULES, **(registry.get("rules") or {})}
+    claims = registry["claims"]
+    ids = [c["id"] for c in claims]
     duplicated = {i for i in ids if ids.count(i) > 1}
     if duplicated:
         raise ClaimError(f"{path}: duplicated claim ids {sorted(duplicated)}")
     if conditions is not None:
-        check_conditions(registry, conditions, path)
-    return registry
+        check_conditions(claims, conditions, path)
+    return rules, claims
 
 
-def judge_all(registry, root="."):
-    """Judge every claim; one whose measurements are absent from this run (a profile that skips
-    them) is reported as 'not tested' with the reason, never dropped."""
+def judge_all(claims, root=".", rules=None):
+    """Judge every claim; Holm's correction runs over every open contrast of the registry at once.
+    A claim whose measurements are absent from this run (a profile that skips them) is reported as
+    'not tested' with the reason, never dropped."""
+    rules = {**DEFAULT_RULES, **(rules or {})}
     judged = []
-    for claim in registry:
+    for claim in claims:
         try:
-            judged.append(judge(claim, root))
+            judged.append(_judge_one(claim, root, rules))
         except (ClaimError, KeyError, IndexError, FileNotFoundError) as e:
             judged.append({**{k: claim.get(k) for k in ("id", "source", "statement", "published", "metric")},
                            "section": claim.get("section", "other"), "kind": claim.get("kind"),
                            "arms": {}, "contrast": None, "verdict": "not tested",
                            "note": f"no measurement in this run: {e}"})
+    family = [c for out in judged for c in out.get("contrasts") or [] if c["verdict"] is None]
+    for c, p_holm in zip(family, stats.holm([c["p"] for c in family])):
+        c["p_holm"] = p_holm
+        c["holm_family"] = len(family)
+    for claim, out in zip(claims, judged):
+        if "_notes" in out:
+            _finish(claim, out, rules, root)
     return judged
+
+
+def judge(claim, root=".", rules=None):
+    """One claim judged on its own (Holm's family is then its own contrasts)."""
+    return judge_all([claim], root, rules)[0]
 
 
 def summary(judged):

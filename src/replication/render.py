@@ -6,8 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-VERDICT_CLASS = {"reproduced": "ok", "exact match": "ok", "contradicted": "bad", "mismatch": "bad",
-                 "no meaningful effect": "null", "inconclusive": "open", "not tested": "skip"}
+VERDICT_CLASS = {"reproduced": "ok", "exact match": "ok", "contradicted": "bad", "mismatch": "digit",
+                 "no meaningful effect": "null", "inconclusive": "open", "not testable here": "gate",
+                 "not tested": "skip"}
 
 STYLE = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; max-width: 1100px;
@@ -17,6 +18,8 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; vertical-align: top; tex
 th { background: #f2f2f2; }
 td.ok { background: #d9f2d9; } td.bad { background: #f7d4d4; } td.null { background: #e6e6f7; }
 td.open { background: #fbf0cc; } td.skip { background: #eeeeee; color: #555; }
+td.digit { background: #fde3c8; } td.gate { background: #dcecf5; }
+.amended { font-size: 0.8em; color: #7a4b00; } .unstable { font-size: 0.8em; color: #8a1c1c; }
 img { max-width: 100%; }
 pre { background: #f7f7f7; padding: 0.5em; overflow-x: auto; }
 .jp-InputArea, .jp-InputPrompt, .jp-OutputPrompt { display: none; }
@@ -46,17 +49,55 @@ def fmt_arm(arm):
             f"n={arm['n']}")
 
 
+def _contrast_line(c):
+    """'a - b: effect [lo, hi], verdict' for one contrast; the p-value named for what it is."""
+    if c.get("diff_mean") is None:
+        return f"{c['a']} - {c['b']}: {c.get('reason') or 'not computed'}"
+    lo, hi = c["diff_ci95"]
+    p = (f", two-sided p {fmt(c['p'], 2)}, Holm over {c['holm_family']} contrasts {fmt(c['p_holm'], 2)}"
+         if c.get("p_holm") is not None else "")
+    flag = " <span class='unstable'>unstable</span>" if c.get("unstable") else ""
+    return f"{c['a']} - {c['b']}: {fmt(c['diff_mean'])} [{fmt(lo)}, {fmt(hi)}]{p}: <b>{c['verdict']}</b>{flag}"
+
+
+def _control_line(name, arm):
+    """An arm's gain over its untrained control, in points."""
+    lines = []
+    for condition, gain in (arm.get("control") or {}).items():
+        lo, hi = (100 * v for v in gain["ci95"])
+        lines.append(f"{name} over its untrained control: {100 * gain['mean']:+.1f} points [{lo:+.1f}, {hi:+.1f}]"
+                     + ("" if gain["trained"] else " (<b>did not train</b>)"))
+    return lines
+
+
 def ours(claim):
-    """Our measurement of a judged claim, in one cell."""
+    """Our measurement of a judged claim, in one cell: every contrast, every arm, every control."""
     arms = claim.get("arms") or {}
-    if claim["kind"] == "paired" and claim.get("contrast") and claim["contrast"]["diff_mean"] is not None:
-        c = claim["contrast"]
-        lo, hi = c["diff_ci95"]
-        parts = [f"{name}: {fmt_arm(arm)}" for name, arm in arms.items()]
-        return (f"{c['a']} - {c['b']}: {fmt(c['diff_mean'])} [{fmt(lo)}, {fmt(hi)}], "
-                f"Holm p {fmt(c['p_holm'], 2)}<br>" + "<br>".join(parts))
-    return "<br>".join(f"{name}: {fmt_arm(arm)}" if len(arms) > 1 else fmt_arm(arm)
-                       for name, arm in arms.items()) or "-"
+    contrasts = claim.get("contrasts") or ([claim["contrast"]] if claim.get("contrast") else [])
+    lines = [_contrast_line(c) for c in contrasts]
+    lines += [f"{name}: {fmt_arm(arm)}" if len(arms) > 1 or contrasts else fmt_arm(arm)
+              for name, arm in arms.items() if name not in ("x", "y")]
+    lines += [line for name, arm in arms.items() for line in _control_line(name, arm)]
+    return "<br>".join(lines) or "-"
+
+
+def verdict_cell(claim):
+    """The verdict, with the amendment mark and the previous verdict where the rule was changed."""
+    cell = claim["verdict"]
+    if claim.get("amended"):
+        a = claim["amended"]
+        cell += (f"<br><span class='amended' title='{html.escape(a['what'])}'>amended {a['date']}; "
+                 f"before: {html.escape(a['previous_verdict'])}</span>")
+    if claim.get("unstable"):
+        cell += "<br><span class='unstable'>unstable</span>"
+    return cell
+
+
+def verdict_legend(rules):
+    """The verdict table as HTML: each verdict in its colour with its rule."""
+    rows = "".join(f"<tr><td class='{VERDICT_CLASS.get(v, '')}'>{v}</td><td>{html.escape(rule)}</td></tr>"
+                   for v, rule in rules)
+    return f"<table class='legend'><tr><th>verdict</th><th>rule</th></tr>{rows}</table>"
 
 
 def claims_table(claims, link=True):
@@ -67,22 +108,24 @@ def claims_table(claims, link=True):
         cell = f'<a href="#sec-{c["section"]}">{ident}</a>' if link else ident
         verdict = c["verdict"]
         rows.append(
-            f"<tr id='claim-{ident}'><td>{cell}</td><td>{html.escape(c['statement'] or '')}"
+            f"<tr{f' id=claim-{ident}' if link else ''}><td>{cell}</td><td>{html.escape(c['statement'] or '')}"
             f"<br><small>{html.escape(c['source'] or '')}</small></td>"
             f"<td>{fmt(c['published'])}</td><td>{ours(c)}<br><small>{html.escape(c['metric'] or '')}</small></td>"
-            f"<td class='{VERDICT_CLASS.get(verdict, '')}'>{verdict}</td>"
+            f"<td class='{VERDICT_CLASS.get(verdict, '')}'>{verdict_cell(c)}</td>"
             f"<td><small>{html.escape(c.get('note') or '')}</small></td></tr>")
     head = "<tr><th>claim</th><th>statement</th><th>published</th><th>ours</th><th>verdict</th><th>note</th></tr>"
     return f'<table class="claims">{head}{"".join(rows)}</table>'
 
 
 def seed_plot(ax, df, x, y, hue=None, order=None):
-    """Every seed a dot; the mean and its 95% t-interval as a black bar."""
+    """Every seed a dot; the mean and its 95% t-interval (the tables' interval) as a black bar."""
     import seaborn as sns
+
+    from .stats import t_interval
     sns.stripplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=hue is not None, alpha=0.6,
                   size=5, jitter=0.15)
     sns.pointplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=0.4 if hue else False,
-                  errorbar=("ci", 95), linestyle="none", markers="_", markersize=18,
+                  errorbar=lambda values: tuple(t_interval(values)), linestyle="none", markers="_", markersize=18,
                   palette=["black"] * (df[hue].nunique() if hue else 1) if hue else None,
                   color=None if hue else "black", legend=False)
     return ax

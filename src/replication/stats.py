@@ -1,11 +1,9 @@
 """Summaries over seeds, paired contrasts, Holm's correction and the verdict rules.
 
-Verdicts for a directional claim "A beats B" on paired per-seed differences d = A - B (sign
-flipped for "A below B"), with 95% Student-t interval [lo, hi] and margin m >= 0:
-    reproduced           lo > m (m = the claim's practical size, or 0) and Holm p < 0.05
-    contradicted         hi < 0
-    no meaningful effect -m < lo and hi < m
-    inconclusive         otherwise
+A directional claim "A beats B" is judged on the paired per-seed differences d = A - B (sign
+flipped for "A below B", so positive always supports the claim), with 95% Student-t interval
+[lo, hi], practical margin m >= 0 and the two-sided paired t-test's p-value, Holm-corrected over
+every directional contrast of the registry. The table treats both directions alike (VERDICT_RULES).
 """
 import math
 
@@ -14,6 +12,16 @@ from scipy import stats
 
 ALPHA = 0.05
 
+VERDICT_RULES = [   # (verdict, rule): checked in this order; one source for README and the report
+    ("not testable here", "an arm of the contrast did not beat its untrained control, the published effect is "
+                          "no larger than the margin, or clearing the margin would need more seeds than the "
+                          "registry's bound"),
+    ("reproduced", "lo > m and Holm p < 0.05: the effect in the claimed direction exceeds the margin"),
+    ("contradicted", "hi < -m and Holm p < 0.05: the effect in the opposite direction exceeds the margin"),
+    ("no meaningful effect", "-m < lo and hi < m: the whole interval lies inside the margin"),
+    ("inconclusive", "otherwise: the interval reaches past a margin on one side without clearing it"),
+]
+
 
 def t_interval(values, level=0.95):
     """Student-t interval for the mean of values; a single value gives [x, x] (no spread known)."""
@@ -21,6 +29,13 @@ def t_interval(values, level=0.95):
     if len(x) < 2:
         return [float(x.mean()), float(x.mean())]
     half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    return [float(x.mean() - half), float(x.mean() + half)]
+
+
+def prediction_interval(values, level=0.95):
+    """Where one more run would fall: mean +- t * sd * sqrt(1 + 1/n) (needs two values or more)."""
+    x = np.asarray(values, dtype=float)
+    half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) * math.sqrt(1 + 1 / len(x))
     return [float(x.mean() - half), float(x.mean() + half)]
 
 
@@ -33,23 +48,24 @@ def summarize(values):
 
 
 def paired_contrast(a, b, direction="greater"):
-    """Paired differences d = a - b (or b - a for direction 'less'): mean, 95% t-interval and the
-    one-sided p-value of the paired t-test for d > 0."""
+    """Paired differences d = a - b (or b - a for direction 'less'): mean, its standard error, 95%
+    t-interval and the two-sided p-value of the paired t-test (d = 0)."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if direction == "less":
         d = -d
-    if len(d) > 1 and d.std(ddof=1) > 0:
-        p = float(stats.ttest_1samp(d, 0.0, alternative="greater").pvalue)
+    sd = d.std(ddof=1) if len(d) > 1 else 0.0
+    if sd > 0:
+        p = float(stats.ttest_1samp(d, 0.0).pvalue)
     else:
-        p = 0.0 if d.mean() > 0 else 1.0
-    return {"diffs": [float(v) for v in d], "diff_mean": float(d.mean()), "diff_ci95": t_interval(d),
-            "p": p}
+        p = 1.0 if d.mean() == 0 else 0.0
+    return {"diffs": [float(v) for v in d], "diff_mean": float(d.mean()), "se": float(sd / math.sqrt(len(d))),
+            "diff_ci95": t_interval(d), "p": p}
 
 
 def holm(pvalues):
     """Holm's step-down adjusted p-values, in the input order."""
     p = np.asarray(pvalues, dtype=float)
-    order = np.argsort(p)
+    order = np.argsort(p, kind="stable")
     adjusted = np.empty_like(p)
     running = 0.0
     for rank, i in enumerate(order):
@@ -59,14 +75,25 @@ def holm(pvalues):
 
 
 def verdict(diff_ci, margin, p_holm):
+    """The symmetric verdict table (VERDICT_RULES, after the not-testable checks)."""
     lo, hi = diff_ci
-    if lo > margin and p_holm < ALPHA:
+    significant = p_holm < ALPHA
+    if lo > margin and significant:
         return "reproduced"
-    if hi < 0:
+    if hi < -margin and significant:
         return "contradicted"
-    if margin > 0 and -margin < lo and hi < margin:
+    if -margin < lo and hi < margin:
         return "no meaningful effect"
     return "inconclusive"
+
+
+def unstable(diff_ci, se, margin, p_holm, shift=0.0):
+    """Whether the verdict changes when the interval moves by half a standard error, or by `shift`
+    (how far a second float realisation moved the effect), either way."""
+    lo, hi = diff_ci
+    now = verdict(diff_ci, margin, p_holm)
+    return any(verdict([lo + s * delta, hi + s * delta], margin, p_holm) != now
+               for delta in (se / 2, shift) if delta > 0 for s in (1, -1))
 
 
 def seeds_needed(diffs, margin):
@@ -90,3 +117,11 @@ def interval_verdict(ci, lo, hi):
     if ci[1] < lo or ci[0] > hi:
         return "contradicted"
     return "inconclusive"
+
+
+def single_run_verdict(published, realisations, tolerance=0.0):
+    """A figure printed from one run against where one more of our runs would fall: reproduced when
+    it lies inside the 95% prediction interval of our realisations (widened by the printed
+    rounding), contradicted when outside."""
+    lo, hi = prediction_interval(realisations)
+    return "reproduced" if lo - tolerance <= published <= hi + tolerance else "contradicted"
