@@ -7,9 +7,12 @@
 # %% [markdown]
 # # Contrastive learning lore, replicated in miniature
 #
-# Each row below is one claim from the three source documents (the encyclopedia article on
-# contrastive learning [E], the blog post on InfoNCE, temperature, alignment and uniformity [B],
-# and the short note on InfoNCE [N]), beside what this pipeline measured. Verdicts are computed
+# Each claim of three source documents, beside what this pipeline measured: [E] "Contrastive
+# Learning" (an encyclopedia article with two runnable examples), [B] "Contrastive Learning
+# Intuition: InfoNCE, Temperature, Alignment and Uniformity" (a blog post), and [N] "Contrastive
+# Learning" (a short note on InfoNCE). Setup: ten synthetic 32x32 glyph classes (`shapes`, chance
+# 10%) and scikit-learn's handwritten digits, a three-layer CNN, 300 Adam steps of 128 images (MoCo
+# arms: 64), five seeds; probes on frozen features (sections "Setup" and "Deviations" at the end). Verdicts are computed
 # by `src/replication/claims.py` from the rules in `analysis/claims.yaml`; a rule changed after
 # results were seen is marked as an amendment with the previous verdict. Intervals are 95%
 # Student-t intervals over seeds; paired contrasts use the per-seed differences, with Holm's
@@ -53,13 +56,34 @@ def section(name, title):
         display(HTML(report.claims_table(by_section[name], link=False)))
 
 
+def show(alt, caption, fig=None):
+    """The current figure, inline, with alt text and a caption."""
+    display(HTML(report.figure_html(fig or plt.gcf(), alt, caption)))
+
+
 printed = [c for c in claims if c["kind"] in ("exact", "bound", "range")]
 judged = [c for c in claims if c not in printed]
+tally = Counter(c["verdict"] for c in judged)
 count = lambda group: ", ".join(f"{n} {v}" for v, n in Counter(c["verdict"] for c in group).most_common())
-display(Markdown(f"**{len(judged)} claims judged against the literature** (profile `{setup['profile']}`): "
-                 f"{count(judged)}. **{len(printed)} printed examples and analytic checks**: {count(printed)}. "
-                 f"{sum(bool(c.get('amended')) for c in claims)} claims carry an amendment (their rule changed "
-                 "after results were first seen; the previous verdict is shown beside the new one)."))
+display(Markdown(
+    f"**Summary.** Of {len(judged)} claims judged against the literature (profile `{setup['profile']}`), "
+    f"{tally['reproduced']} reproduced, {tally['contradicted']} contradicted, {tally['no meaningful effect']} showed "
+    f"no meaningful effect, {tally['inconclusive']} are inconclusive, {tally['not testable here']} are not testable "
+    f"here (an arm that did not train, a published effect inside the margin, or a design that differs from the "
+    f"paper's) and {tally['not tested']} are not tested. Of {len(printed)} printed examples and analytic checks: "
+    f"{count(printed)}. {sum(bool(c.get('amended')) for c in claims)} claims carry an amendment (a rule changed "
+    "after results were first seen; the previous verdict is shown beside the new one)."))
+show("Forest plot: one row per paired contrast, its effect and 95% interval in units of its margin, coloured by verdict",
+     "Every contrast: the effect in the claimed direction (dot) and its 95% interval (line), divided by the claim's "
+     "margin, so the grey band from -1 to 1 is 'no meaningful effect'. Crosses: the published effect where the "
+     "registry holds it as a number. Colour: verdict.", report.forest_plot(judged))
+toc = "".join(f"<li><a href='#sec-{name}'>{title}</a></li>" for name, title in [
+    ("claims", "All claims"), ("ntxent-example", "NumPy NT-Xent example"), ("tiny-simclr", "Tiny SimCLR"),
+    ("toy2d", "2-D circle"), ("analytic", "Analytic statements"), ("simclr-temperature", "SimCLR"),
+    ("simclr-batch", "Batch size"), ("projection-head", "Projection head"), ("rotation", "Rotation"),
+    ("moco", "MoCo"), ("supcon", "SupCon"), ("digits", "Digits"), ("untested", "Untested claims"),
+    ("setup", "Setup and deviations"), ("provenance", "Provenance"), ("references", "References")])
+display(HTML(f"<nav><b>Contents</b><ul>{toc}</ul></nav><h2 id='sec-claims'>All claims</h2>"))
 display(HTML(report.verdict_legend(VERDICT_RULES + [
     ("exact match", "a printed number reproduced to half a unit of its last digit (or a bound met)"),
     ("mismatch", "a printed number not reproduced to its digit (often float summation order, not a contradiction)"),
@@ -92,7 +116,8 @@ fig, ax = plt.subplots(figsize=(7, 3.5))
 report.seed_plot(ax, df, x="probe", y="accuracy", hue="encoder")
 ax.axhline(0.25, color="grey", lw=0.8, ls=":")
 ax.set_title(f"Tiny SimCLR, {len(tiny['runs'])} seeds, {tiny['params']['threads']} thread(s); dotted: chance")
-plt.show()
+show('Tiny SimCLR: accuracy of the untrained and trained encoder per seed',
+     'Tiny SimCLR over seeds: every seed a dot, the mean and its 95% t-interval a bar; dotted line: chance (25%).')
 published = {c["id"]: c["published"] for c in claims}   # the article's figures, from claims.yaml
 display(Markdown("**Printed by the article for seed 3** (4 threads, its CPU):"))
 display(HTML(printout({"seed": 3, "loss": published["tiny-simclr-seed3-loss"],
@@ -145,7 +170,8 @@ for ax, (title, angles, labels) in zip(np.atleast_1d(axes), panels):
     ax.set_title(title, fontsize=9)
 fig.suptitle(f"Held-out embeddings on the unit circle, seed {toy['params']['seeds'][0]} (colour: latent class)",
              fontsize=10)
-plt.show()
+show('Held-out embeddings of the 2-D experiment on the unit circle before and after training',
+     "Seed 0's held-out embeddings on the unit circle, untrained, after training at each temperature, and without negatives; colour is the latent class.")
 
 # %%
 section("analytic", "Analytic statements, checked numerically")
@@ -222,20 +248,23 @@ study_plot(taus, y="z_uniformity", title="uniformity of z (lower: more uniform)"
            ylabel="uniformity", ax=axes[1])
 study_plot(taus, y="z_tolerance", title="tolerance of z (same-class similarity)",
            ylabel="tolerance", ax=axes[2])
-plt.tight_layout(), plt.show()
+plt.tight_layout(), show('SimCLR by temperature: linear probe, uniformity and tolerance per seed',
+     'By temperature: linear probe on h (left), uniformity of z (middle, lower is more uniform), raw tolerance of z (right); every seed a dot, mean and 95% t-interval a bar.')
 others = ["simclr_tau01", "simclr_tau01_nonorm", "simclr", "simclr_logistic", "simclr_triplet", "align_uniform"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.3))
 study_plot(others, title="linear probe on h", ax=axes[0])
 study_plot(["simclr_tau01", "simclr_tau01_nonorm"], y="contrastive_top1",
            title="contrastive top-1 accuracy (the pretext task)", ylabel="top-1", ax=axes[1])
-plt.tight_layout(), plt.show()
+plt.tight_layout(), show('SimCLR losses and normalisation: linear probe and contrastive top-1 per seed',
+     'Losses and normalisation: linear probe on h (left) and contrastive top-1 accuracy of the pretext task (right), every seed a dot.')
 failed(taus + others)
 
 # %%
 batch = ["simclr_b32_s100", "simclr_b128_s100", "simclr_b32_s400", "simclr_b128_s400", "siglip_b32_s400"]
 section("simclr-batch", "Batch size, negatives and the sigmoid loss [E, N]")
 study_plot(batch, title="linear probe on h")
-plt.show()
+show('Batch size and steps: linear probe per seed',
+     'Batch size and training length: linear probe on h, every seed a dot, mean and 95% t-interval a bar.')
 failed(batch)
 
 # %%
@@ -248,7 +277,8 @@ if len(data):
     fig, ax = plt.subplots(figsize=(6, 3.3))
     report.seed_plot(ax, data, x="head", y="accuracy", hue="feature", order=[label(h) for h in heads])
     ax.set_title("linear probe on h and on z = g(h)", fontsize=10)
-    plt.show()
+    show('Projection head: linear probe on h and z per seed',
+     'Linear probe on h and on z = g(h) for no head, a linear head and an MLP head.')
 
 # %%
 section("rotation", "Rotation predictability [E, SimCLR Table 3]")
@@ -260,7 +290,8 @@ if len(data):
     report.seed_plot(ax, data, x="pretraining", y="accuracy", hue="feature")
     ax.axhline(0.25, color="grey", lw=0.8, ls=":")
     ax.set_title("4-way rotation probe on frozen features (dotted: chance)", fontsize=10)
-    plt.show()
+    show('Rotation probe on h and z with and without rotation augmentation',
+     'Four-way rotation probe (linear) on frozen h and z; dotted line: chance (25%).')
 
 # %%
 section("moco", "MoCo: momentum and training length, memory bank, MoCo v2, shuffle BN [E, MoCo]")
@@ -283,7 +314,8 @@ if len(moco):
     order = [f"{m:g}" for m in sorted(moco.momentum.unique())]
     report.seed_plot(ax, finished, x="m", y="h_linear", hue="training", order=order)
     ax.set_xlabel("momentum m"), ax.set_ylabel("linear probe on h")
-    plt.show()
+    show('MoCo: linear probe by momentum and training length',
+     "MoCo's momentum m at 300 and 1,200 steps: linear probe on h per seed.")
     failed(list(moco.condition.unique()))
 mocos = ["moco_m099_s300", "memory_bank", "moco_bn4", "moco_bn4_shuffle", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle",
          "mocov2", "simclr"]
@@ -291,7 +323,8 @@ bn = ["moco_bn4", "moco_bn4_shuffle", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffl
 fig, axes = plt.subplots(1, 2, figsize=(13, 3.6))
 study_plot(mocos, title="linear probe on h", ax=axes[0])
 study_plot(bn, y="loss", title="final training loss", ylabel="InfoNCE", ax=axes[1])
-plt.tight_layout(), plt.show()
+plt.tight_layout(), show('MoCo variants: linear probe and final training loss per seed',
+     "MoCo variants beside SimCLR: linear probe on h (left) and the BN groups' final InfoNCE loss (right).")
 failed(mocos)
 
 # %%
@@ -306,14 +339,16 @@ if len(sweep):
     order = [f"{v:g}" for v in sorted(sweep.lr.unique())]
     report.seed_plot(axes[1], sweep, x="learning rate", y="h_linear", hue="objective", order=order)
     axes[1].set_title("learning-rate sweep", fontsize=10), axes[1].set_xlabel("learning rate")
-plt.tight_layout(), plt.show()
+plt.tight_layout(), show('SupCon and cross-entropy: linear probe and learning-rate sweep',
+     'Supervised contrastive, cross-entropy and instance discrimination (left); the learning-rate sweep (right).')
 
 # %%
 section("digits", "On real handwritten digits [E, SimCLR]")
 dig = ["digits_tau005", "digits_tau01", "digits_tau02", "digits_tau05", "digits_tau1", "digits_head_none",
        "digits_head_linear"]
 study_plot(dig, title="digits: linear probe on h (MLP head unless stated)")
-plt.show()
+show('Digits: linear probe per condition',
+     'Handwritten digits: linear probe on h by temperature and head.')
 failed(dig)
 
 # %% [markdown]
@@ -331,15 +366,36 @@ def ours(row):
     if values.empty:
         return "no cifar10 runs yet"
     return f"{values.mean():.1f} (n = {len(values)}, {values.min():.1f}-{values.max():.1f})"
-reference["ours"] = reference.apply(ours, axis=1)
-display(HTML(reference[["method", "metric", "value", "epochs", "condition", "ours", "recipe", "source"]]
-             .rename(columns={"value": "published"}).to_html(index=False)))
+if cifar.empty:
+    display(Markdown(f"No `cifar10` runs yet: {len(reference)} published reference figures wait in "
+                     "`analysis/cifar10_reference.yaml` (README: Scaling up)."))
+else:
+    reference["ours"] = reference.apply(ours, axis=1)
+    display(HTML(reference[["method", "metric", "value", "epochs", "condition", "ours", "recipe", "source"]]
+                 .rename(columns={"value": "published"}).to_html(index=False)))
 
 # %%
 section("untested", "Claims this study does not test")
 
 # %% [markdown]
-# ## Provenance
+# <h2 id='sec-setup'>Setup and deviations from the papers</h2>
+#
+# | | here | the papers |
+# |---|---|---|
+# | data | `shapes`: ten synthetic 32x32 glyph classes under clutter, texture and noise, 5,000 unlabelled training images (chance 10%); scikit-learn's 1,797 handwritten digits | ImageNet (1.28 M images, 1,000 classes), CIFAR-10 |
+# | encoder | a three-layer CNN, 64-D h; heads 64 -> 64 -> 32 (MLP) or linear | ResNet-50 (2,048-D h), 128-D z |
+# | budget | 300 Adam steps of 128 images (MoCo 64), constant learning rate, one CPU thread per run | hundreds of epochs, LARS or SGD, cosine schedules, many GPUs |
+# | probes | linear probe on standardised features (2,000 labelled, 2,000 test images), 5-NN, weighted 200-NN, rotation probes (linear and MLP) | linear probe on ImageNet, transfer tasks |
+# | MoCo | one BN group without shuffling in the default arms (scheduled to change); queue 1,024 | shuffled BN across 8 GPUs; queue 65,536 |
+# | SimCLR losses | margin triplet without FaceNet's band; NT-Logistic at tau 0.2 (scheduled to change) | semi-hard band; tuned temperatures |
+# | no normalisation | tau 0.1 (scheduled: 10 and 100) | tau 10 and 100 |
+# | SigLIP | two image views, batch 32, t and b learned at the encoder's rate | image-text pairs, batches of thousands |
+#
+# Claims whose outcome the design may decide are marked `not testable here` with the reason; the
+# next full rerun brings the faithful arms.
+
+# %% [markdown]
+# <h2 id='sec-provenance'>Provenance</h2>
 
 # %%
 import hashlib
@@ -352,7 +408,13 @@ timing = Path("reports/repro_timing.json")
 if timing.exists():
     t = load(timing)
     wall[f"last full `make repro` ({t['date']}, {len(t['stages_run'])} stages, s)"] = t["seconds"]
-prov = {"git commit at render": report.git_commit(),
+import datetime
+commit, dirty = report.git_commit(), report.git_dirty()
+if dirty:
+    display(HTML("<p style='color:#b00;font-weight:bold'>Rendered from a working tree with uncommitted changes: "
+                 "the commit below is not the whole of the code that made this page.</p>"))
+prov = {"git commit at render": commit + (" (uncommitted changes)" if dirty else ""),
+        "rendered": datetime.date.today().isoformat(),
         "resolved configuration sha256": setup["config_sha256"],
         "profile": setup["profile"], "torch threads per run": setup["threads"], "parallel workers": setup["workers"],
         "CPU": report.cpu_model(), **report.versions(),
@@ -396,3 +458,25 @@ display(Markdown("\n".join(lines) + "\n\nSo: with the same params, seed, thread 
                  "so trained figures move by the amounts below." + thread_vs_seed))
 if rows:
     display(HTML(pd.DataFrame(rows).to_html(index=False, float_format=lambda v: f"{v:.4f}")))
+
+# %% [markdown]
+# <h2 id='sec-references'>References</h2>
+#
+# Source documents: [E] "Contrastive Learning" (encyclopedia article); [B] "Contrastive Learning
+# Intuition: InfoNCE, Temperature, Alignment and Uniformity" (blog post); [N] "Contrastive Learning"
+# (short note on InfoNCE).
+#
+# Papers quoted by them and tested here:
+# - Chen, Kornblith, Norouzi, Hinton (2020). A simple framework for contrastive learning of visual representations (SimCLR). arXiv:2002.05709
+# - He, Fan, Wu, Xie, Girshick (2020). Momentum contrast for unsupervised visual representation learning (MoCo). arXiv:1911.05722
+# - Chen, Fan, Girshick, He (2020). Improved baselines with momentum contrastive learning (MoCo v2). arXiv:2003.04297
+# - Khosla et al. (2020). Supervised contrastive learning. arXiv:2004.11362
+# - Wang, Isola (2020). Understanding contrastive representation learning through alignment and uniformity on the hypersphere. arXiv:2005.10242
+# - Wang, Liu (2021). Understanding the behaviour of contrastive loss. arXiv:2012.09740
+# - Zhai, Mustafa, Kolesnikov, Beyer (2023). Sigmoid loss for language image pre-training (SigLIP). arXiv:2303.15343
+# - Wu, Xiong, Yu, Lin (2018). Unsupervised feature learning via non-parametric instance discrimination. arXiv:1805.01978
+# - Schroff, Kalenichenko, Philbin (2015). FaceNet: a unified embedding for face recognition and clustering. arXiv:1503.03832
+# - Sohn (2016). Improved deep metric learning with multi-class N-pair loss objective. NeurIPS 2016
+# - van den Oord, Li, Vinyals (2018). Representation learning with contrastive predictive coding. arXiv:1807.03748
+# - Poole, Ozair, van den Oord, Alemi, Tucker (2019). On variational bounds of mutual information. arXiv:1905.06922
+# - Chuang, Robinson, Lin, Torralba, Jegelka (2020). Debiased contrastive learning. arXiv:2007.00224

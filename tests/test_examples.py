@@ -43,6 +43,9 @@ def test_analytic_statements():
     assert low["estimate"] <= low["true_mi"] + 3 * low["stderr"] and low["estimate"] > 0.5 * low["true_mi"]
     assert high["estimate"] <= high["log_k"] + 1e-12 and high["true_mi"] > 4 * high["log_k"]
     assert round(a["cap_128_pairs"], 3) == 5.541
+    by_k = a["mi_by_k"]
+    assert all(step > 0 for step in by_k["increments"]) and by_k["largest_excess_over_true_mi"] < 0
+    assert all(e <= log_k + 1e-12 for e, log_k in zip(by_k["estimate"], by_k["log_k"]))
 
 
 def test_toy2d_gradient_is_exact():

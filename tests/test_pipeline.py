@@ -114,6 +114,42 @@ def test_report_renders_offline_in_headless_chromium(smoke_copy, tmp_path):
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
+MEASURE = """<script>window.addEventListener('load', () => {
+  const summary = [...document.querySelectorAll('strong')].find(e => e.textContent.startsWith('Summary'));
+  const forest = document.querySelector('figure img');
+  const missing = [...document.querySelectorAll('img')].filter(i => !(i.alt || '').trim()).length;
+  const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+  document.body.insertAdjacentHTML('beforeend', '<pre id="measured">' + JSON.stringify({
+    summary: summary.getBoundingClientRect().bottom, forest: forest.getBoundingClientRect().bottom,
+    forest_alt: forest.alt, images: document.images.length, missing_alt: missing,
+    duplicated_ids: ids.length - new Set(ids).size}) + '</pre>');
+});</script>"""
+
+
+@pytest.mark.skipif(not chromium(), reason="Debian's chromium is not installed (make browser)")
+def test_the_first_screen_holds_the_summary_and_the_forest_plot(smoke_copy, tmp_path):
+    """Measured in a real browser at 1,200 x 1,400 px, on a copy of the page with a measuring script
+    appended (the report itself has no script)."""
+    page = tmp_path / "measured.html"
+    page.write_text((smoke_copy / "reports" / "report.html").read_text().replace("</body>", MEASURE + "</body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'p'}",
+             "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1200,1400",
+             "--virtual-time-budget=10000"]
+    dom = subprocess.run([chromium(), *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    measured = json.loads(re.search(r'<pre id="measured">(.*?)</pre>', dom).group(1))
+    assert measured["summary"] < 1400 and measured["forest"] < 1400, measured
+    assert "Forest plot" in measured["forest_alt"]
+    assert measured["images"] >= 8 and measured["missing_alt"] == 0, measured
+    assert measured["duplicated_ids"] == 0
+    shots = os.environ.get("REPORT_SCREENSHOTS", str(tmp_path))   # a folder to keep them in, for review
+    for name, anchor in (("first-screen", ""), ("moco-section", "#sec-moco")):
+        shot = Path(shots) / f"{name}.png"
+        subprocess.run([chromium(), *flags, f"--screenshot={shot}", (smoke_copy / "reports" / "report.html").as_uri()
+                        + anchor], capture_output=True, timeout=120)
+        assert shot.stat().st_size > 20_000, name
+
+
 def test_nothing_is_written_outside_the_repository(smoke_copy, home):
     written = [str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()]
     assert written == [], f"the pipeline wrote into $HOME: {written[:10]}"

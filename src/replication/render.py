@@ -172,6 +172,18 @@ def git_commit():
         return "unknown"
 
 
+def git_dirty():
+    """Whether the code or configuration differs from the commit (the page would not match it); the
+    pipeline's own outputs, rewritten while it runs, do not count."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "src", "experiments",
+                              "analysis", "tools", "params.yaml", "dvc.yaml"], capture_output=True,
+                             text=True, check=True).stdout
+        return bool(out.strip())
+    except (OSError, subprocess.CalledProcessError):
+        return False
+
+
 def cpu_model():
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -184,9 +196,11 @@ def cpu_model():
 
 
 def versions():
-    import dvc.version
-    import torch
-    return {"python": sys.version.split()[0], "torch": torch.__version__, "dvc": dvc.version.__version__}
+    """Versions of Python and of every library a figure on the page depends on."""
+    from importlib.metadata import version
+    libraries = ("torch", "torchvision", "numpy", "scipy", "pandas", "matplotlib", "seaborn", "scikit-learn",
+                 "pydantic", "dvc", "jupytext", "nbconvert")
+    return {"python": sys.version.split()[0], **{name: version(name) for name in libraries}}
 
 
 def _ours_markdown(claim):
@@ -228,3 +242,61 @@ def claims_markdown(claims):
             "in the claimed direction (positive supports the claim), as fractions.\n\n"
             + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + f" ({len(claims)} claims).\n\n")
     return head + "\n".join(rows) + "\n"
+
+
+def figure_html(fig, alt, caption):
+    """A matplotlib figure as an inline PNG with alt text and a caption; the figure is closed."""
+    import base64
+    import io as bytes_io
+
+    import matplotlib.pyplot as plt
+    buffer = bytes_io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buffer.getvalue()).decode()
+    return (f"<figure><img alt='{html.escape(alt, quote=True)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+VERDICT_COLOUR = {"reproduced": "#2e7d32", "contradicted": "#c62828", "no meaningful effect": "#5c6bc0",
+                  "inconclusive": "#f9a825", "not testable here": "#4f8fb8"}
+
+
+def forest_rows(claims):
+    """One row per judged contrast: claim, label, effect and interval in units of its margin,
+    the published effect where registered as a number, and the verdict."""
+    rows = []
+    for c in claims:
+        for k in c.get("contrasts") or ([c["contrast"]] if c.get("contrast") else []):
+            if k.get("diff_mean") is None or not k.get("margin"):
+                continue
+            m = k["margin"]
+            rows.append({"claim": c["id"], "label": f"{c['id']}: {k['a']} - {k['b']}", "effect": k["diff_mean"] / m,
+                         "lo": k["diff_ci95"][0] / m, "hi": k["diff_ci95"][1] / m, "verdict": k["verdict"],
+                         "published": (c["published_effect_value"] / m) if c.get("published_effect_value") else None})
+    return rows
+
+
+def forest_plot(claims):
+    """Every contrast's effect with its 95% interval, in units of its own margin (the band from -1 to
+    1 is 'no meaningful effect'), coloured by verdict; x marks the published effect where known."""
+    import matplotlib.pyplot as plt
+    rows = forest_rows(claims)
+    fig, ax = plt.subplots(figsize=(10, 0.16 * len(rows) + 1.2))
+    ax.axvspan(-1, 1, color="#eeeeee", zorder=0)
+    ax.axvline(0, color="grey", lw=0.8)
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        colour = VERDICT_COLOUR.get(r["verdict"], "black")
+        ax.plot([max(r["lo"], -12), min(r["hi"], 12)], [y, y], color=colour, lw=2)
+        ax.plot([min(max(r["effect"], -12), 12)], [y], "o", color=colour, ms=4)
+        if r["published"] is not None:
+            ax.plot([min(r["published"], 12)], [y], "x", color="black", ms=5)
+    ax.set_yticks(range(len(rows)), [r["label"][:70] for r in reversed(rows)], fontsize=7)
+    ax.set_xlim(-12, 12)
+    ax.set_xlabel("effect in the claimed direction, in units of the claim's margin (clipped at 12)")
+    handles = [plt.Line2D([], [], color=c, lw=2, label=v) for v, c in VERDICT_COLOUR.items()]
+    handles.append(plt.Line2D([], [], color="black", marker="x", lw=0, label="published effect"))
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return fig

@@ -1,0 +1,63 @@
+"""The report's pieces: the seed plot draws the tables' intervals, the forest plot and the Markdown
+table read claims.json, figures carry alt text."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from replication import render, stats  # noqa: E402
+
+
+def test_the_seed_plot_draws_the_tables_t_interval():
+    values = {"a": [0.61, 0.64, 0.59, 0.66, 0.63], "b": [0.40, 0.55, 0.47, 0.52, 0.44]}
+    df = pd.DataFrame([{"arm": k, "acc": v} for k, vs in values.items() for v in vs])
+    fig, ax = plt.subplots()
+    render.seed_plot(ax, df, x="arm", y="acc", order=["a", "b"])
+    drawn = sorted((tuple(sorted(line.get_ydata())) for line in ax.lines if len(line.get_ydata()) == 2
+                    and line.get_xdata()[0] == line.get_xdata()[1]), key=lambda t: t[0])
+    plt.close(fig)
+    expected = sorted((tuple(stats.t_interval(v)) for v in values.values()), key=lambda t: t[0])
+    assert len(drawn) == 2
+    for got, want in zip(drawn, expected):
+        assert got == pytest.approx(want)
+
+
+def test_figures_carry_alt_text_and_a_caption():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    html = render.figure_html(fig, "a rising line", "What the line shows.")
+    assert "alt='a rising line'" in html and "<figcaption>What the line shows.</figcaption>" in html
+    assert "data:image/png;base64," in html
+
+
+def claim(cid, verdict, diff, margin=0.02, published=None):
+    return {"id": cid, "kind": "paired", "statement": "s", "published": "p", "verdict": verdict,
+            "published_effect_value": published, "arms": {},
+            "contrast": {"a": "x", "b": "y", "diff_mean": diff, "diff_ci95": [diff - 0.01, diff + 0.01],
+                         "margin": margin, "verdict": verdict, "seeds": [0, 1, 2]}}
+
+
+def test_forest_rows_scale_each_effect_by_its_margin():
+    rows = render.forest_rows([claim("one", "reproduced", 0.06, published=0.04), claim("two", "inconclusive", -0.01)])
+    assert [r["effect"] for r in rows] == pytest.approx([3.0, -0.5])
+    assert rows[0]["lo"] == pytest.approx(2.5) and rows[0]["published"] == pytest.approx(2.0)
+    assert rows[1]["published"] is None
+    plt.close(render.forest_plot([claim("one", "reproduced", 0.06)]))
+
+
+def test_claims_markdown_escapes_cells_and_keeps_every_contrast():
+    c = claim("one", "reproduced", 0.06)
+    c["statement"] = "a | b"
+    c["contrasts"] = [c["contrast"], {**c["contrast"], "b": "z", "diff_mean": 0.03}]
+    text = render.claims_markdown([c])
+    row = next(line for line in text.splitlines() if line.startswith("| `one`"))
+    assert "a \\| b" in row and "x − y: +0.06" in row and "x − z: +0.03" in row and "**reproduced**" in row
+
+
+def test_every_verdict_has_a_colour_and_mismatch_is_not_contradicted():
+    for verdict, _ in stats.VERDICT_RULES:
+        assert verdict in render.VERDICT_CLASS
+    assert render.VERDICT_CLASS["mismatch"] != render.VERDICT_CLASS["contradicted"]
