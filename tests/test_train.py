@@ -151,3 +151,26 @@ def test_sigkill_during_a_write_leaves_the_old_file(tmp_path):
     assert json.loads(target.read_text()) == {"old": True}
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "metrics.json"]
     assert all(name.endswith(".tmp") for name in leftovers)     # ignored by git; never read by a stage
+
+
+def test_a_snapshot_on_the_way_equals_a_run_that_stops_there(tiny_study):
+    """Saving checkpoints draws nothing: the state at step 6 of a 12-step run equals the end of a
+    6-step run of the same seed, bit for bit (the basis of evaluating rungs of one long run)."""
+    data, _, data_dir = tiny_study
+    dataset = torch.load(data_dir / "shapes.pt", weights_only=True)
+
+    def run(steps, at):
+        from contrastive.methods import build_method
+        cfg = PARAMS.pretrain.run_config("simclr").model_copy(update={"steps": steps, "batch": 16})
+        torch.manual_seed(2)
+        method = build_method(cfg, len(dataset["x_train"]), len(dataset["classes"]))
+        states = {}
+        keep = lambda step, m: states.update({step: {k: v.clone() for k, v in m.state_dict().items()}}) if step == at else None
+        record = train(method, dataset["x_train"], dataset["y_train"], torch.Generator().manual_seed(2), cfg,
+                       snapshot=keep, progress=False)
+        return record, states[at]
+
+    short, at_6 = run(6, 6)
+    long, on_the_way = run(12, 6)
+    assert all(torch.equal(at_6[k], on_the_way[k]) for k in at_6)
+    assert long["loss_curve"][:len(short["loss_curve"]) - 1] == short["loss_curve"][:-1]
