@@ -242,7 +242,11 @@ def _judge_exact(claim, out, notes, root):
     """A printed number (or list, or true/false) within `tolerance`."""
     measured = measure(claim["measured"], root)
     out["arms"]["measured"] = _arm(measured, per_seed=False)
-    return "exact match" if _close(measured, claim["published"], claim.get("tolerance", 0)) else "mismatch"
+    if _close(measured, claim["published"], claim.get("tolerance", 0)):
+        return "exact match"
+    notes.append(f"Measured {_flatten(measured)[:6]} against the printed {_flatten(claim['published'])[:6]}, "
+                 f"tolerance {claim.get('tolerance', 0):g}.")
+    return "mismatch"
 
 
 def _judge_bound(claim, out, notes, root):
@@ -457,8 +461,9 @@ def _finish(claim, out, rules, root):
         out["verdict"] = _combine([c["verdict"] for c in contrasts])
         out["unstable"] = any(c.get("unstable") for c in contrasts)
         for c in contrasts:
-            if c.get("reason"):
-                out["_notes"].append(f"{c['a']} vs {c['b']}: {c['reason']}.")
+            why = c.get("reason") or _why(c)
+            if why:
+                out["_notes"].append(f"{c['a']} vs {c['b']}: {why}.")
         if out["kind"] == "paired":
             out["_notes"].append(_effect_note(claim, out["contrast"]))
     if claim.get("not_testable"):
@@ -466,6 +471,23 @@ def _finish(claim, out, rules, root):
         out["_notes"].insert(0, f"Not testable here as designed: {claim['not_testable']}")
     out["note"] = " ".join(n for n in out.pop("_notes") if n)
     return out
+
+
+def _why(c):
+    """What the measured interval says, for a verdict other than reproduced."""
+    if c.get("diff_mean") is None or c["verdict"] == "reproduced":
+        return ""
+    lo, hi = c["diff_ci95"]
+    m = c["margin"]
+    if c["verdict"] == "contradicted":
+        return f"the effect runs against the claim beyond the margin (interval [{lo:.3g}, {hi:.3g}] below -{m:g})"
+    if c["verdict"] == "no meaningful effect":
+        return f"the whole interval [{lo:.3g}, {hi:.3g}] lies inside the margin +-{m:g}"
+    needed = c.get("seeds_needed")
+    more = f"; about {needed} seeds would settle it" if needed else ""
+    if lo > m or hi < -m:
+        return f"the interval [{lo:.3g}, {hi:.3g}] clears the margin but Holm's p ({c['p_holm']:.2g}) does not reach 0.05"
+    return f"the interval [{lo:.3g}, {hi:.3g}] reaches across the margin +-{m:g}{more}"
 
 
 def _combine(verdicts):
