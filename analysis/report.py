@@ -193,8 +193,11 @@ def pretrain_runs():
     rows = []
     for path in sorted(Path("results/pretrain").glob("*/*/seed_*.json")):
         r = load(path)
-        e = load(Path("results/evaluate", *path.parts[2:]))["eval"]
+        evaluation = load(Path("results/evaluate", *path.parts[2:]))
+        e = evaluation["eval"]
         row = {"condition": r["condition"], "seed": r["seed"], "status": r["status"], "reason": r["reason"],
+               "study": path.parts[2], "loss_curve": r["loss_curve"],
+               "control_h_linear": (evaluation.get("control") or {}).get("h", {}).get("linear"),
                "loss": r["loss"], "steps_done": r["steps_done"], "horizon_over_steps": r.get("horizon_over_steps"),
                **{k: r["config"][k] for k in ("dataset", "method", "tau", "head", "batch", "steps", "lr", "momentum")}}
         if e:
@@ -227,9 +230,28 @@ def study_plot(names, y="h_linear", title="", ylabel="linear probe on h", ax=Non
     if ax is None:
         fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(order)), 3.2))
     report.seed_plot(ax, data, x="arm", y=y, order=order)
+    if y == "h_linear":       # the same encoder at step 0, averaged over the plotted runs
+        ax.axhline(data.control_h_linear.mean(), color="#b00", lw=1, ls="--", label="untrained control")
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_xlabel(""), ax.set_ylabel(ylabel), ax.set_title(title, fontsize=10)
     ax.tick_params(axis="x", labelrotation=20)
     return ax
+
+
+def loss_curves(study):
+    """Mean training loss against step for every condition of a study (finished runs)."""
+    data = ok[ok.study == study]
+    if data.empty:
+        return
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for name, group in data.groupby("condition", sort=False):
+        steps = [s for s, _ in group.loss_curve.iloc[0]]
+        mean = np.mean([[v for _, v in curve] for curve in group.loss_curve if len(curve) == len(steps)], axis=0)
+        ax.plot(steps, mean, lw=1, label=label(name))
+    ax.set_xlabel("training step"), ax.set_ylabel("training loss (mean over seeds)")
+    ax.legend(fontsize=6, ncol=2, loc="upper right")
+    show(f"Training loss curves of the {study} study", f"Training loss against step, mean over seeds, for every "
+         f"condition of the {study} study (losses of different objectives are not comparable with each other).", fig)
 
 
 def failed(names):
@@ -258,6 +280,17 @@ study_plot(["simclr_tau01", "simclr_tau01_nonorm"], y="contrastive_top1",
 plt.tight_layout(), show('SimCLR losses and normalisation: linear probe and contrastive top-1 per seed',
      'Losses and normalisation: linear probe on h (left) and contrastive top-1 accuracy of the pretext task (right), every seed a dot.')
 failed(taus + others)
+loss_curves("simclr")
+plane = ok[ok.dataset == "shapes"].dropna(subset=["z_alignment"])
+if len(plane):
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    points = ax.scatter(plane.z_uniformity, plane.z_alignment, c=plane.h_linear, cmap="viridis", s=14)
+    fig.colorbar(points, ax=ax, label="linear probe on h (accuracy)")
+    ax.set_xlabel("uniformity of z (lower: more uniform)"), ax.set_ylabel("alignment of z (lower: closer views)")
+    show("Alignment against uniformity of z for every finished run on shapes, coloured by linear-probe accuracy",
+         f"The alignment-uniformity plane (Wang & Isola): each of {len(plane)} finished runs on shapes, every method "
+         "and setting, at the end of training; colour is the linear probe on h. The rank correlations are the claims "
+         "low-uniformity-performs-best and low-alignment-performs-best.", fig)
 
 # %%
 batch = ["simclr_b32_s100", "simclr_b128_s100", "simclr_b32_s400", "simclr_b128_s400", "siglip_b32_s400"]
@@ -266,6 +299,7 @@ study_plot(batch, title="linear probe on h")
 show('Batch size and steps: linear probe per seed',
      'Batch size and training length: linear probe on h, every seed a dot, mean and 95% t-interval a bar.')
 failed(batch)
+loss_curves("batch")
 
 # %%
 heads = ["simclr_head_none", "simclr_head_linear", "simclr"]
@@ -326,6 +360,7 @@ study_plot(bn, y="loss", title="final training loss", ylabel="InfoNCE", ax=axes[
 plt.tight_layout(), show('MoCo variants: linear probe and final training loss per seed',
      "MoCo variants beside SimCLR: linear probe on h (left) and the BN groups' final InfoNCE loss (right).")
 failed(mocos)
+loss_curves("moco")
 
 # %%
 section("supcon", "Supervised contrastive, cross-entropy, instance discrimination [E]")
@@ -341,6 +376,7 @@ if len(sweep):
     axes[1].set_title("learning-rate sweep", fontsize=10), axes[1].set_xlabel("learning rate")
 plt.tight_layout(), show('SupCon and cross-entropy: linear probe and learning-rate sweep',
      'Supervised contrastive, cross-entropy and instance discrimination (left); the learning-rate sweep (right).')
+loss_curves("supcon")
 
 # %%
 section("digits", "On real handwritten digits [E, SimCLR]")
@@ -350,6 +386,7 @@ study_plot(dig, title="digits: linear probe on h (MLP head unless stated)")
 show('Digits: linear probe per condition',
      'Handwritten digits: linear probe on h by temperature and head.')
 failed(dig)
+loss_curves("digits")
 
 # %% [markdown]
 # ## CIFAR-10 (the `cifar10` profile)
