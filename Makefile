@@ -51,6 +51,7 @@ bench: setup
 	$(BIN)/python benchmarks/losses.py
 	$(BIN)/python benchmarks/augment.py
 	$(BIN)/python benchmarks/flops.py
+	$(BIN)/python benchmarks/bf16.py
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/pipeline.py
 	$(BIN)/python -m tools.readme

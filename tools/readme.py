@@ -77,6 +77,12 @@ def benchmarks_block():
         rows.append((f"{r['loss']} forward+backward, N = {r['batch']}: straightforward / ours, time and peak memory",
                      f"{r['plain_ms']:.1f} vs {r['ours_ms']:.1f} ms; {r['plain_mb']:.0f} vs {r['ours_mb']:.0f} MB",
                      f"{r['plain_ms'] / r['ours_ms']:.2f}x; {r['plain_mb'] / max(r['ours_mb'], 1):.2f}x", lo))
+    b = _load("reports/benchmarks/bf16.json")
+    if b:
+        native = ", ".join(b["native_bf16"]) or "none: emulated"
+        rows.append((f"SimCLR step, batch {b['batch']}, channels_last, {b['threads']} thread: bfloat16 autocast / "
+                     f"float32 speed (native bf16: {native})", f"{b['bf16_ms']:.0f} vs {b['float32_ms']:.0f} ms",
+                     f"{b['speedup']:.2f}x", b))
     p = _load("reports/benchmarks/pipeline.json")
     for r in (p or {}).get("rows", []):
         share = f"{r['seconds_in_dvc'] / r['seconds']:.1%} in DVC" if r["seconds_in_dvc"] is not None else "n/a"
