@@ -193,8 +193,9 @@ def pretrain_runs():
     rows = []
     for path in sorted(Path("results/pretrain").glob("*/*/seed_*.json")):
         r = load(path)
-        evaluation = load(Path("results/evaluate", *path.parts[2:]))
-        e = evaluation["eval"]
+        evaluated = Path("results/evaluate", *path.parts[2:])
+        evaluation = load(evaluated) if evaluated.exists() else {}     # a study trained but not yet evaluated
+        e = evaluation.get("eval")
         row = {"condition": r["condition"], "seed": r["seed"], "status": r["status"], "reason": r["reason"],
                "study": path.parts[2], "loss_curve": r["loss_curve"],
                "control_h_linear": (evaluation.get("control") or {}).get("h", {}).get("linear"),
