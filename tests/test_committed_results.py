@@ -101,10 +101,20 @@ def test_readme_figures_come_from_the_committed_files():
 
 
 def test_every_committed_run_records_time_and_stays_under_4_gb():
-    """The default profile's budget: each run records its wall time and peak memory, and no run
-    (nor a worker process holding several) went above 4 GB."""
-    runs = [json.loads(p.read_text()) for p in CLAIMS.parents[1].glob("results/pretrain/*/*/seed_*.json")]
-    assert len(runs) >= 200
+    """Every study that has committed results has a training record for each of its conditions and
+    seeds (resolved/conditions.json), each with its wall time and peak memory; no run (nor a worker
+    process holding several) went above 4 GB."""
+    root = CLAIMS.parents[1]
+    resolved = json.loads((root / "resolved" / "conditions.json").read_text())
+    studies = sorted(p.name for p in (root / "results" / "pretrain").iterdir() if p.is_dir())
+    assert studies
+    for study in studies:
+        expected = {f"{name}/seed_{seed}.json" for name, c in resolved["conditions"].items() if c["study"] == study
+                    for seed in resolved["seeds"]}
+        found = {str(p.relative_to(root / "results" / "pretrain" / study))
+                 for p in (root / "results" / "pretrain" / study).glob("*/seed_*.json")}
+        assert found == expected, study
+    runs = [json.loads(p.read_text()) for p in root.glob("results/pretrain/*/*/seed_*.json")]
     assert all(r["wall_s"] > 0 and r["peak_rss_mb"] > 0 for r in runs)
     assert max(r["peak_rss_mb"] for r in runs) < 4096
 

@@ -54,10 +54,16 @@ def test_claims_markdown_escapes_cells_and_keeps_every_contrast():
     c["contrasts"] = [c["contrast"], {**c["contrast"], "b": "z", "diff_mean": 0.03}]
     text = render.claims_markdown([c])
     row = next(line for line in text.splitlines() if line.startswith("| `one`"))
-    assert "a \\| b" in row and "x − y: +0.06" in row and "x − z: +0.03" in row and "**reproduced**" in row
+    assert "a \\| b" in row and "x − y: +0.06 [+0.05, +0.07], margin 0.02, 3 seeds" in row
+    assert "x − z: +0.03" in row and "**reproduced**" in row
 
 
 def test_every_verdict_has_a_colour_and_mismatch_is_not_contradicted():
     for verdict, _ in stats.VERDICT_RULES:
         assert verdict in render.VERDICT_CLASS
     assert render.VERDICT_CLASS["mismatch"] != render.VERDICT_CLASS["contradicted"]
+
+
+def test_effects_are_shown_in_the_claims_units():
+    c = {**claim("one", "reproduced", 0.06), "effect_scale": 100, "effect_unit": " points"}
+    assert render.effect_text(c, c["contrast"]) == "+6 points [+5, +7], margin 2 points, 3 seeds"

@@ -413,8 +413,9 @@ def _judge_one(claim, root, rules):
         raise ClaimError(f"claim {claim.get('id')}: kind must be one of {sorted(KINDS)}")
     out = {k: claim.get(k) for k in ("id", "source", "statement", "published", "metric")}
     out.update(section=claim.get("section", "other"), kind=kind, arms={}, contrast=None)
-    if claim.get("published_effect") is not None:
-        out["published_effect"] = claim["published_effect"]
+    for key in ("published_effect", "published_effect_value", "effect_scale", "effect_unit"):
+        if claim.get(key) is not None:
+            out[key] = claim[key]
     if claim.get("amended"):
         out["amended"] = claim["amended"]
     if kind == "not_tested":
