@@ -9,12 +9,11 @@ may adopt bf16 also needs its effects to stay within their intervals (the scale-
 prints only the speed ratio on the CPU at hand. CPUs without native bf16 (no AVX512-BF16 or AMX)
 emulate it and are expected to be slower.
 """
-import argparse
 import sys
 
 import torch
 
-from common import alternate, header, record
+from common import alternate, header, record, step_args
 from contrastive.losses import nt_xent
 from contrastive.methods import SimCLR
 from contrastive.models import SmallCNN, make_head
@@ -29,12 +28,7 @@ def cpu_flags():
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=256)
-    a = parser.parse_args(argv)
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
+    a = step_args(argv, __doc__, batch=256)
     model = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1.float(), z2.float(), 0.2))
     model = model.to(memory_format=torch.channels_last)
     v1, v2 = (v.contiguous(memory_format=torch.channels_last) for v in torch.rand(2, a.batch, 3, 32, 32))

@@ -55,3 +55,17 @@ def record(name, figures):
 def header(title):
     import torch
     print(f"# {title}\n# {machine()}; torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
+
+
+def step_args(argv, doc, batch):
+    """--threads and --batch for a benchmark of one training step; sets the thread count and seed."""
+    import argparse
+
+    import torch
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=batch)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    return args

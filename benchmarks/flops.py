@@ -7,25 +7,19 @@ NT-Xent, backward) with FLOPs counted by torch.utils.flop_counter, in NCHW and c
 the peak is a 2048 x 2048 float32 matmul on the same thread count. Augmentation and the optimizer
 step are left out: they are not FLOPs of the encoder.
 """
-import argparse
 import sys
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from common import alternate, header, record
+from common import alternate, header, record, step_args
 from contrastive.losses import nt_xent
 from contrastive.methods import SimCLR
 from contrastive.models import SmallCNN, make_head
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=128)
-    a = parser.parse_args(argv)
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
+    a = step_args(argv, __doc__, batch=128)
     v1, v2 = torch.rand(2, a.batch, 3, 32, 32)
     models, views = {}, {}
     for layout, fmt in (("NCHW", torch.contiguous_format), ("channels_last", torch.channels_last)):
