@@ -67,3 +67,9 @@ def test_every_verdict_has_a_colour_and_mismatch_is_not_contradicted():
 def test_effects_are_shown_in_the_claims_units():
     c = {**claim("one", "reproduced", 0.06), "effect_scale": 100, "effect_unit": " points"}
     assert render.effect_text(c, c["contrast"]) == "+6 points [+5, +7], margin 2 points, 3 seeds"
+
+
+def test_a_claim_without_a_measurement_still_gets_a_row():
+    untested = {"id": "gone", "kind": "paired", "statement": "s", "published": "p", "verdict": "not tested",
+                "arms": {}, "contrast": None}
+    assert "| `gone` | s | p | – | **not tested** |" in render.claims_markdown([untested])

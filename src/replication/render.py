@@ -214,15 +214,10 @@ def versions():
 
 def _ours_markdown(claim):
     """Our measurement of a judged claim in one Markdown cell."""
-    c = claim.get("contrast")
-    if claim["kind"] == "paired":
-        parts = []
-        for c in claim.get("contrasts") or [c]:
-            if c["diff_mean"] is None:
-                parts.append(f"{c['a']} − {c['b']}: too few finished runs")
-                continue
-            parts.append(f"{c['a']} − {c['b']}: {effect_text(claim, c)}")
-        return "; ".join(parts)
+    contrasts = claim.get("contrasts") or ([claim["contrast"]] if claim.get("contrast") else [])
+    if contrasts:
+        return "; ".join(f"{c['a']} − {c['b']}: {effect_text(claim, c)}" if c.get("diff_mean") is not None
+                         else f"{c['a']} − {c['b']}: too few finished runs" for c in contrasts)
     cells = []
     for name, arm in (claim.get("arms") or {}).items():
         label = f"{name}: " if len(claim["arms"]) > 1 else ""
