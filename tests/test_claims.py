@@ -187,3 +187,14 @@ def test_every_amendment_records_what_why_date_and_previous_verdict():
     assert len(amended) > 30
     for c in amended:
         assert set(c["amended"]) == {"date", "what", "why", "previous_verdict"}, c["id"]
+
+
+def test_single_run_realisations_may_share_a_seed(results):
+    """Seed 3 at several thread counts: every record is a realisation, none collapses into another."""
+    spec = {"file": "r/ex.json", "select": "runs", "key": "acc"}          # six records, seeds 0-5
+    judged = judge(claim(kind="single_run", published=0.86, realisations=spec), results)
+    assert judged["arms"]["realisations"]["n"] == 6
+    (Path(results) / "r" / "same.json").write_text(json.dumps({"runs": [{"seed": 3, "acc": a} for a in (0.9, 0.91, 0.92)]}))
+    judged = judge(claim(kind="single_run", published=0.91, realisations={"file": "r/same.json", "select": "runs",
+                                                                          "key": "acc"}), results)
+    assert judged["arms"]["realisations"]["n"] == 3 and judged["verdict"] == "reproduced"

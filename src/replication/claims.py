@@ -279,7 +279,9 @@ def _judge_interval(claim, out, notes, root):
 
 def _judge_single_run(claim, out, notes, root):
     """A figure from one printed run, inside the 95% prediction interval of our realisations."""
-    values = measure(claim["realisations"], root)
+    spec = claim["realisations"]
+    records = _records(spec, root)          # every realisation, also several of one seed
+    values = [_value(r, spec) for r in records] if records is not None else _flatten(measure(spec, root))
     arm = out["arms"]["realisations"] = _arm(values)
     if len(values) < 2:
         notes.append("Fewer than two realisations: no spread to judge a single run against.")
@@ -568,7 +570,8 @@ def judge_all(claims, root=".", rules=None):
             judged.append({**{k: claim.get(k) for k in ("id", "source", "statement", "published", "metric")},
                            "section": claim.get("section", "other"), "kind": claim.get("kind"),
                            "arms": {}, "contrast": None, "verdict": "not tested",
-                           "note": f"no measurement in this run: {e}"})
+                           "note": f"no measurement in this run: {e}",
+                           **({"amended": claim["amended"]} if claim.get("amended") else {})})
     family = [c for out in judged for c in out.get("contrasts") or [] if c["verdict"] is None]
     for c, p_holm in zip(family, stats.holm([c["p"] for c in family])):
         c["p_holm"] = p_holm
