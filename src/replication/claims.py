@@ -255,6 +255,9 @@ def _judge_bound(claim, out, notes, root):
     out["arms"]["measured"] = _arm(measured, per_seed=False)
     ok = all((claim.get("at_most") is None or v <= claim["at_most"]) and
              (claim.get("at_least") is None or v >= claim["at_least"]) for v in _flatten(measured))
+    if not ok:
+        notes.append(f"Measured {_flatten(measured)[:6]} against at most {claim.get('at_most')}, "
+                     f"at least {claim.get('at_least')}.")
     return "exact match" if ok else "mismatch"
 
 
@@ -264,7 +267,11 @@ def _judge_range(claim, out, notes, root):
     out["arms"]["measured"] = _arm(measured)
     lo, hi = claim["range"]
     tol = claim.get("tolerance", 0)
-    return "exact match" if all(lo - tol <= v <= hi + tol for v in measured) else "mismatch"
+    outside = [v for v in measured if not lo - tol <= v <= hi + tol]
+    if outside:
+        notes.append(f"{len(outside)} of {len(measured)} values outside [{lo:g}, {hi:g}] (tolerance {tol:g}): "
+                     + ", ".join(f"{v:.4g}" for v in outside) + ".")
+    return "mismatch" if outside else "exact match"
 
 
 def _judge_interval(claim, out, notes, root):
