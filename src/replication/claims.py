@@ -281,6 +281,11 @@ def _judge_interval(claim, out, notes, root):
     for name, spec in claim["arms"].items():
         out["arms"][name] = _arm(measure(spec, root))
         verdicts.append(stats.interval_verdict(out["arms"][name]["ci95"], lo, hi))
+        if verdicts[-1] != "reproduced":
+            a, b = out["arms"][name]["ci95"]
+            notes.append(f"{name}: the 95% interval of the mean [{a:.4g}, {b:.4g}] "
+                         f"{'lies outside' if verdicts[-1] == 'contradicted' else 'straddles an edge of'} "
+                         f"the published range [{lo:g}, {hi:g}].")
     return _combine(verdicts)
 
 
