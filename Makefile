@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro repro-all compare readme smoke bench test test-fast browser clean-venv
+.PHONY: setup repro repro-all repro-stage compare readme smoke bench test test-fast browser clean-venv
 
 setup: $(VENV)/.installed
 
@@ -30,6 +30,11 @@ repro-all: setup
 	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f
 	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html; compare with the committed results: make compare"
+
+# One stage from scratch (dvc repro -f -s), timed into reports/stage_times.json with this CPU's
+# model: a long run done stage by stage, e.g. `make repro-stage STAGE=pretrain@head`.
+repro-stage: setup
+	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f -s $(STAGE)
 
 # Verdict changes and effect shifts of reports/claims.json against the committed one.
 compare: setup

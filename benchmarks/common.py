@@ -36,7 +36,7 @@ def peak_mb_of(code):
 
 def machine():
     """The CPU model and the cores this process may use."""
-    from replication.render import cpu_model
+    from replication.io import cpu_model
     return f"{cpu_model()}, {len(os.sched_getaffinity(0))} cores"
 
 

@@ -33,6 +33,39 @@ def test_smoke_profile_overrides():
     assert p.pretrain.defaults.tau == GOOD["pretrain"]["defaults"]["tau"]   # untouched keys kept
 
 
+def test_moco_arms_use_shuffled_per_device_bn_unless_they_study_cheating():
+    """MoCo's design: per-device BN with the keys shuffled across devices. Only the arms that
+    study cheating through batch statistics (unshuffled) may differ; the memory bank has no key
+    encoder and one view, so no groups."""
+    p = read_params(ROOT / "params.yaml")
+    cheating = {"moco_bn4", "moco_ranks2_bn2"}
+    for name in p.pretrain.conditions:
+        cfg = p.pretrain.run_config(name)
+        if cfg.method == "moco" and name not in cheating:
+            assert cfg.bn_groups * cfg.ranks > 1 and cfg.shuffle_bn, name
+        if name in cheating:
+            assert cfg.bn_groups * cfg.ranks > 1 and not cfg.shuffle_bn, name
+    assert p.pretrain.run_config("memory_bank").bn_groups == 1
+
+
+def test_arms_without_normalisation_run_at_simclr_temperatures():
+    p = read_params(ROOT / "params.yaml")
+    taus = {p.pretrain.run_config(n).tau for n in p.pretrain.conditions if not p.pretrain.run_config(n).normalize}
+    assert taus == {10.0, 100.0}
+
+
+def test_ladder_rungs_scale_with_the_profile_and_need_a_constant_schedule():
+    smoke = parse_params(with_change("profile", "smoke")).pretrain.run_config("simclr")
+    assert smoke.rungs == [0, 9, 36, 72]
+    cifar = parse_params(with_change("profile", "cifar10")).pretrain.run_config("simclr")
+    assert cifar.ladder == []
+    raw = with_change("pretrain.studies", {"s": {"x": {"ladder": [1200], "schedule": "cosine"}}})
+    with pytest.raises(ParamsError, match="pretrain.studies.s.x: a ladder needs schedule: constant"):
+        parse_params(raw)
+    with pytest.raises(ParamsError, match="must rise above steps"):
+        parse_params(with_change("pretrain.studies", {"s": {"x": {"ladder": [200]}}}))
+
+
 BAD = [
     ("pretrain.defaults.tau", -0.1, "pretrain.defaults.tau"),
     ("pretrain.defaults.tau", 0, "pretrain.defaults.tau"),
@@ -77,11 +110,11 @@ def test_unreadable_files(tmp_path, text):
 
 
 def test_a_typo_in_a_condition_names_the_condition_and_its_allowed_keys():
-    raw = with_change("pretrain.studies.simclr.simclr_tau005", {"tau": 0.05, "tua": 3})
+    raw = with_change("pretrain.studies.temperature.simclr_tau005", {"tau": 0.05, "tua": 3})
     with pytest.raises(ParamsError) as e:
         parse_params(raw)
     message = str(e.value)
-    assert message.startswith("params.yaml: pretrain.studies.simclr.simclr_tau005.tua: unknown key; allowed: ")
+    assert message.startswith("params.yaml: pretrain.studies.temperature.simclr_tau005.tua: unknown key; allowed: ")
     assert "tau" in message and "label" in message and "momentum" in message
     assert "\n" not in message and len(message) < 400          # not the whole pretrain section
 
@@ -102,11 +135,11 @@ def test_every_default_lives_in_params_yaml():
 def test_resolve_applies_the_active_profile_only():
     from replication.config import resolve
     default, smoke = resolve(parse_params(GOOD)), resolve(parse_params(with_change("profile", "smoke")))
-    assert default["pretrain/simclr.json"]["conditions"]["simclr"]["steps"] == 300
-    assert smoke["pretrain/simclr.json"]["conditions"]["simclr"]["steps"] == 9
+    assert default["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 300
+    assert smoke["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 9
     edited = with_change("profiles.smoke.pretrain.seeds", [7])         # a profile that is not active
     assert resolve(parse_params(edited)) == default
-    assert "label" not in default["pretrain/simclr.json"]["conditions"]["simclr_tau005"]
+    assert "label" not in default["pretrain/temperature.json"]["conditions"]["simclr_tau005"]
     assert default["conditions.json"]["conditions"]["simclr_tau005"]["label"] == "tau 0.05"
 
 

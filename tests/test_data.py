@@ -41,6 +41,17 @@ def test_augment_blur_is_drawn_after_the_default_sequence():
     assert plain.shape == blurred.shape and not torch.equal(plain, blurred)
 
 
+def test_without_colour_augmentation_every_pixel_keeps_its_hue():
+    """colour=False crops and flips only: a pixel's channel ratios survive (jitter's per-channel
+    gains and grayscale would change them)."""
+    x = torch.tensor([0.2, 0.5, 0.8])[None, :, None, None].expand(6, 3, 16, 16).clone()
+    plain = augment(x, torch.Generator().manual_seed(0), colour=False)
+    lit = plain[:, 2] > 0
+    torch.testing.assert_close(plain[:, 0][lit] / plain[:, 2][lit], torch.full_like(plain[:, 0][lit], 0.25))
+    jittered = augment(x, torch.Generator().manual_seed(0))
+    assert not torch.allclose(jittered[:, 0][lit] / jittered[:, 2][lit].clamp(min=1e-6), plain[:, 0][lit] / plain[:, 2][lit])
+
+
 def test_no_glyph_survives_a_quarter_turn():
     axis = torch.linspace(-1, 1, 64)
     v, u = torch.meshgrid(-axis, axis, indexing="ij")

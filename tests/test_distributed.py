@@ -17,7 +17,8 @@ from contrastive.models import SmallCNN
 from contrastive.train import TrainSettings, train
 from helpers import run_config
 from replication.config import Execution, FolderData, RunData, parse_params
-from replication.runs import evaluate_method, method_from_state, train_run
+from replication.evaluation import evaluate_method, method_from_state
+from replication.runs import train_run
 
 N = 16   # global batch
 

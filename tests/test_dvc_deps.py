@@ -103,3 +103,10 @@ def test_a_missing_dependency_is_reported():
     executed = closure(ROOT / "experiments/pretrain.py")
     missing = {str(p.relative_to(ROOT)) for p in executed if not covered(p, deps) and not only_a_docstring(p)}
     assert "src/replication/runs.py" in missing and "src/contrastive/losses.py" not in missing
+
+
+def test_training_does_not_depend_on_the_probes():
+    """Changing how checkpoints are evaluated must not retrain anything (evaluate@ reruns alone)."""
+    deps = dict((name, deps) for name, _, deps in stages())["pretrain"]
+    probes = [ROOT / "src/contrastive/evaluate.py", ROOT / "src/replication/evaluation.py"]
+    assert not any(covered(p, deps) for p in probes)

@@ -155,13 +155,37 @@ def test_logistic_with_semi_hard_negatives_matches_formula():
     assert losses.nt_logistic(z1, z2, tau).item() == pytest.approx(total / 10, rel=1e-10)
 
 
-def test_margin_triplet_with_semi_hard_negatives_matches_formula():
+def test_margin_triplet_with_facenet_band_matches_formula():
+    """Semi-hard negatives lie in FaceNet's band s_pos - margin < s < s_pos; easier ones (below the
+    band, hinge zero) must not dilute the mean."""
     z1, z2 = views(5, 4, seed=4)
     margin, total = 0.5, 0.0
     for s_pos, negs in pairs_loop(z1, z2):
-        semi = [s for s in negs if s < s_pos]
-        total += np.mean([max(0.0, s - s_pos + margin) for s in semi]) if semi else 0.0
+        band = [s for s in negs if s_pos - margin < s < s_pos]
+        total += np.mean([s - s_pos + margin for s in band]) if band else 0.0
     assert losses.margin_triplet(z1, z2, margin).item() == pytest.approx(total / 10, rel=1e-10)
+
+
+def test_an_easy_negative_does_not_change_the_semi_hard_triplet_loss():
+    z1, z2 = views(5, 4, seed=4)
+    s, s_pos, negative = losses._pairs(z1, z2)
+    mask = losses.choose_negatives(s, s_pos, negative, "semi_hard", margin=0.5)
+    easy = negative & (s <= s_pos[:, None] - 0.5)
+    assert easy.any() and not (mask & easy).any() and (mask & ~negative).sum() == 0
+
+
+def test_margin_triplet_with_the_hardest_negative_matches_formula():
+    z1, z2 = views(5, 4, seed=6)
+    margin = 0.5
+    total = sum(max(0.0, max(negs) - s_pos + margin) for s_pos, negs in pairs_loop(z1, z2))
+    assert losses.margin_triplet(z1, z2, margin, "hardest").item() == pytest.approx(total / 10, rel=1e-10)
+
+
+def test_margin_triplet_with_every_negative_matches_formula():
+    z1, z2 = views(5, 4, seed=7)
+    margin = 0.5
+    total = sum(np.mean([max(0.0, s - s_pos + margin) for s in negs]) for s_pos, negs in pairs_loop(z1, z2))
+    assert losses.margin_triplet(z1, z2, margin, "all").item() == pytest.approx(total / 10, rel=1e-10)
 
 
 def test_siglip_matches_formula():
@@ -174,8 +198,9 @@ def test_siglip_matches_formula():
             logit = 10 * cos(z1[i], z2[j]) - 10
             total += math.log1p(math.exp(-y * logit))
     assert losses.siglip(z1, z2, log_t, b).item() == pytest.approx(total / 4, rel=1e-10)
-    module = losses.SigLIPLoss()
-    assert module.b.item() == -10 and module.log_t.exp().item() == pytest.approx(10)
+    module = losses.SigLIPLoss(batch=32)   # sigma(b) = 1/32, the share of positives in the grid
+    assert torch.sigmoid(module.b).item() == pytest.approx(1 / 32) and module.log_t.exp().item() == pytest.approx(10)
+    assert {name for name, p in module.named_parameters() if p.requires_grad} == {"log_t", "b"}
 
 
 def test_debiased_with_zero_prior_is_nt_xent():

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from replication.runs import differences
 from test_dvc_deps import closure, only_a_docstring
@@ -73,9 +74,9 @@ def test_smoke_pipeline_writes_report_and_claims(smoke_copy):
     html = (smoke_copy / "reports" / "report.html").read_text()
     assert '<table class="claims">' in html and "data:image/png;base64" in html
     assert not re.search(r"<script[^>]+src=|<link[^>]+href=\"?https?:", html), "the report must work offline"
-    for stage_output in ("results/examples/ntxent_numpy.json", "results/pretrain/simclr/simclr/seed_1.json",
-                         "results/evaluate/simclr/simclr/seed_1.json", "artifacts/pretrain/simclr/simclr/seed_1/step_0.pt",
-                         "data/shapes.json", "resolved/pretrain/simclr.json"):
+    for stage_output in ("results/examples/ntxent_numpy.json", "results/pretrain/simclr_mocov2/simclr/seed_1.json",
+                         "results/evaluate/simclr_mocov2/simclr/seed_1.json", "artifacts/pretrain/simclr_mocov2/simclr/seed_1/step_0.pt",
+                         "data/shapes.json", "resolved/pretrain/simclr_mocov2.json"):
         assert (smoke_copy / stage_output).exists()
 
 
@@ -165,9 +166,9 @@ def test_sigkill_mid_stage_then_repro_gives_the_same_results(smoke_copy, tmp_pat
     bar wall time and memory, and the pipeline is up to date."""
     copy = tmp_path / "killed"
     shutil.copytree(smoke_copy, copy, symlinks=True)
-    first = copy / "results/pretrain/simclr/simclr/seed_0.json"
+    first = copy / "results/pretrain/simclr_mocov2/simclr/seed_0.json"
     written = first.stat().st_mtime_ns
-    repro = subprocess.Popen([str(BIN / "dvc"), "repro", "-f", "pretrain@simclr"], cwd=copy, env=environment(),
+    repro = subprocess.Popen([str(BIN / "dvc"), "repro", "-f", "pretrain@simclr_mocov2"], cwd=copy, env=environment(),
                              start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 600
     while not (first.exists() and first.stat().st_mtime_ns != written) and repro.poll() is None:
@@ -195,33 +196,34 @@ def test_evaluation_reproduces_from_the_checkpoints_and_checks_them(smoke_copy, 
     missing checkpoint stops it with one line naming the file and how to restore it."""
     copy = tmp_path / "checked"
     shutil.copytree(smoke_copy, copy, symlinks=True)
-    before = {p: p.read_text() for p in copy.glob("results/evaluate/simclr/*/seed_*.json")}
-    result = run_script(["experiments/evaluate.py", "simclr"], copy)
+    before = {p: p.read_text() for p in copy.glob("results/evaluate/simclr_mocov2/*/seed_*.json")}
+    result = run_script(["experiments/evaluate.py", "simclr_mocov2"], copy)
     assert result.returncode == 0, result.stderr[-2000:]
     for path, text in before.items():
         assert differences(json.loads(text), json.loads(path.read_text())) == [], path
-    record = json.loads((copy / "results/pretrain/simclr/simclr/seed_1.json").read_text())
-    assert [c["step"] for c in record["checkpoints"]] == [0, record["config"]["steps"]]
+    record = json.loads((copy / "results/pretrain/simclr_mocov2/simclr/seed_1.json").read_text())
+    assert [c["step"] for c in record["checkpoints"]] == [0, 9, 36, 72]     # the ladder's rungs, smoke-scaled
     checkpoint = copy / record["checkpoints"][-1]["path"]
     good = checkpoint.read_bytes()
     checkpoint.unlink()                                  # never write through a link into DVC's cache
     checkpoint.write_bytes(good[: len(good) // 2])
-    result = run_script(["experiments/evaluate.py", "simclr"], copy)
+    result = run_script(["experiments/evaluate.py", "simclr_mocov2"], copy)
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
-    assert "seed_1/step_9.pt: contents do not match the sha256" in result.stderr
-    assert "dvc checkout artifacts/pretrain/simclr/simclr/seed_1/step_9.pt" in result.stderr
-    assert "dvc repro -f pretrain@simclr" in result.stderr
+    assert "seed_1/step_72.pt: contents do not match the sha256" in result.stderr
+    assert "dvc checkout artifacts/pretrain/simclr_mocov2/simclr/seed_1/step_72.pt" in result.stderr
+    assert "dvc repro -f pretrain@simclr_mocov2" in result.stderr
     checkpoint.unlink()
-    result = run_script(["experiments/evaluate.py", "simclr"], copy)
+    result = run_script(["experiments/evaluate.py", "simclr_mocov2"], copy)
     assert result.returncode == 1 and "missing checkpoint" in result.stderr
 
 
 def test_the_control_is_the_untrained_encoder(smoke_copy):
     """Every evaluation record holds the step-0 control beside the end of training, and the control
     is the same for conditions that share an initialisation (same seed, encoder and head)."""
-    a = json.loads((smoke_copy / "results/evaluate/simclr/simclr/seed_0.json").read_text())
-    b = json.loads((smoke_copy / "results/evaluate/simclr/simclr_tau1/seed_0.json").read_text())
-    assert a["rungs"] == [0, 9] and a["control"]["h"]["linear"] > 0 and a["eval"]["h"]["linear"] > 0
+    a = json.loads((smoke_copy / "results/evaluate/simclr_mocov2/simclr/seed_0.json").read_text())
+    b = json.loads((smoke_copy / "results/evaluate/temperature_high/simclr_tau1/seed_0.json").read_text())
+    assert a["rungs"] == [0, 9, 36, 72] and a["control"]["h"]["linear"] > 0 and a["eval"]["h"]["linear"] > 0
+    assert a["control"] == a["at"]["0"] and a["eval"] == a["at"]["9"]
     assert a["control"]["h"] == b["control"]["h"] and a["eval"]["h"] != b["eval"]["h"]
 
 
@@ -239,7 +241,7 @@ def test_editing_any_module_a_pretraining_stage_imports_makes_it_stale(smoke_cop
         original = path.read_text()
         try:
             path.write_text(original + "\n# edited\n")
-            assert "pretrain@simclr" in status(smoke_copy, "pretrain@simclr"), relative
+            assert "pretrain@simclr_mocov2" in status(smoke_copy, "pretrain@simclr_mocov2"), relative
         finally:
             path.write_text(original)
     assert status(smoke_copy) == {}
@@ -247,7 +249,6 @@ def test_editing_any_module_a_pretraining_stage_imports_makes_it_stale(smoke_cop
 
 def edited(copy, change):
     """params.yaml of `copy` with change(params dict) applied."""
-    import yaml
     path = copy / "params.yaml"
     raw = yaml.safe_load(path.read_text())
     change(raw)
@@ -272,7 +273,8 @@ def test_edits_rerun_exactly_what_they_change(smoke_copy, tmp_path):
     stale = sorted(status(copy))
     # evaluation, the determinism check (it compares evaluation figures too) and the report (it prints the
     # resolved configuration's hash); analysis follows once evaluation has rerun; never training
-    expected = [f"evaluate@{s}" for s in ("batch", "digits", "moco", "simclr", "supcon")] + ["determinism", "report"]
+    studies = yaml.safe_load((copy / "params.yaml").read_text())["pretrain"]["studies"]
+    expected = [f"evaluate@{s}" for s in studies] + ["determinism", "report"]
     assert stale == sorted(expected), stale
 
 
@@ -299,8 +301,8 @@ def test_a_claim_naming_an_unknown_condition_stops_the_analysis(smoke_copy, tmp_
 def test_a_truncated_result_file_names_the_stage_that_regenerates_it(smoke_copy, tmp_path):
     copy = tmp_path / "truncated"
     shutil.copytree(smoke_copy, copy, symlinks=True)
-    for path, stage in (("results/evaluate/simclr/simclr_tau01/seed_1.json", "evaluate@simclr"),
-                        ("results/pretrain/moco/moco_bn4/seed_0.json", "pretrain@moco")):
+    for path, stage in (("results/evaluate/temperature/simclr_tau01/seed_1.json", "evaluate@temperature"),
+                        ("results/pretrain/moco_bn/moco_bn4/seed_0.json", "pretrain@moco_bn")):
         original = (copy / path).read_text()
         (copy / path).write_text(original[: len(original) // 3])
         result = run_script(["experiments/analyze.py"], copy)
@@ -316,7 +318,7 @@ def test_failed_runs_are_shown_as_failed_never_averaged(smoke_copy, tmp_path):
     shutil.copytree(smoke_copy, copy, symlinks=True)
     failure = {"status": "diverged", "reason": "loss nan at step 4"}
     for kind in ("pretrain", "evaluate"):
-        run = copy / f"results/{kind}/simclr/simclr_tau01/seed_1.json"
+        run = copy / f"results/{kind}/temperature/simclr_tau01/seed_1.json"
         record = json.loads(run.read_text())
         run.write_text(json.dumps({**record, **failure, **({"eval": None} if kind == "evaluate" else {})}))
     for stage in ("analyze", "render_report"):

@@ -1,16 +1,20 @@
-"""Run `dvc repro`, timing it; after a forced run in which every stage ran, record the wall time.
+"""Run `dvc repro`, timing it and each stage it runs.
 
-    python -m tools.timing dvc repro [-f]
+    python -m tools.timing dvc repro [-f] [-s STAGE]
 
-Writes reports/repro_timing.json (command, seconds, the stages that ran, date, CPU, profile) so
-README and the report can quote a measured figure for a run from scratch. Any other run (not
-forced, partial, no-op) leaves it alone: a run that reused results never stands for a full one.
+After a forced run in which every stage ran, writes reports/repro_timing.json (command, seconds,
+the stages that ran, date, CPU, profile) so README and the report can quote a measured figure for
+a run from scratch. After any forced run (-f, whole or one stage with -s), writes each stage that
+ran into reports/stage_times.json (seconds, its share of time in DVC, CPU, date): a full run done
+stage by stage, across sessions and CPUs, is the sum of its stages. A run that reused results
+(not forced) records nothing: it never stands for a full one.
 The time spent in DVC itself is the wall time during which no stage command (a child process of
 dvc running experiments/) was alive, sampled every 100 ms.
 
 `copy_project` gives the tests and benchmarks a fresh copy of the project (no results) to run in.
 """
 import datetime
+import json
 import re
 import shutil
 import subprocess
@@ -21,9 +25,10 @@ from pathlib import Path
 
 import psutil
 
-from replication.io import write_json
+from replication.io import cpu_model, write_json
 
 RECORD = "reports/repro_timing.json"
+STAGE_RECORD = "reports/stage_times.json"
 SAMPLE_S = 0.1          # seconds between samples: finer costs a tenth of a core on 2 cores
 
 
@@ -67,26 +72,44 @@ def main(argv):
     done, in_commands = threading.Event(), []
     sampler = threading.Thread(target=lambda: in_commands.append(time_in_stage_commands(process.pid, done)))
     sampler.start()
-    lines = []
+    lines, started = [], {}
     for line in process.stdout:
         sys.stdout.write(line)
         lines.append(line)
+        for stage in re.findall(r"Running stage '([^']+)'", line):
+            started[stage] = time.perf_counter()
     code = process.wait()
-    seconds = time.perf_counter() - start
+    end = time.perf_counter()
+    seconds = end - start
     done.set()
     sampler.join()
-    stages = re.findall(r"Running stage '([^']+)'", "".join(lines))
+    stages = list(started)
     every_stage = subprocess.run([argv[0], "stage", "list", "--name-only"], capture_output=True,
                                  text=True).stdout.split()
     forced = "-f" in argv or "--force" in argv
+    if code == 0 and forced and stages:
+        record_stages(started, end, seconds - in_commands[0], seconds, cpu_model())
     if code == 0 and forced and stages and set(every_stage) <= set(stages):
         from replication.config import read_params
-        from replication.render import cpu_model
         write_json(RECORD, {"command": " ".join(argv), "seconds": round(seconds, 1),
                             "seconds_in_dvc": round(seconds - in_commands[0], 1), "stages_run": stages,
                             "date": datetime.date.today().isoformat(), "cpu": cpu_model(),
                             "profile": read_params().profile})
     return code
+
+
+def record_stages(started, end, in_dvc, total, cpu):
+    """Add each stage's wall time (from its start to the next stage's) to STAGE_RECORD, with its
+    share of the invocation's time in DVC and this CPU's model."""
+    path = Path(STAGE_RECORD)
+    record = json.loads(path.read_text()) if path.exists() else {}
+    names = list(started)
+    ends = [started[n] for n in names[1:]] + [end]
+    for name, stop in zip(names, ends):
+        seconds = stop - started[name]
+        record[name] = {"seconds": round(seconds, 1), "seconds_in_dvc": round(in_dvc * seconds / total, 1),
+                        "cpu": cpu, "date": datetime.date.today().isoformat()}
+    write_json(path, dict(sorted(record.items())))
 
 
 if __name__ == "__main__":

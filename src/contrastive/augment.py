@@ -8,13 +8,14 @@ import torch
 import torch.nn.functional as F
 
 
-def augment(x, gen, blur=False):
+def augment(x, gen, blur=False, colour=True):
     """Two-view augmentation of a batch x (n, 3, H, W) in [0, 1], drawing from generator `gen`.
 
     - random resized crop: side s ~ U(0.55, 1) of the image (about 30-100% of the area), at a
       random position, resized back to H x W; horizontal flip with probability 1/2;
     - colour jitter: brightness and contrast factors ~ U(0.6, 1.4), a per-channel gain ~ U(0.6, 1.4);
     - grayscale with probability 0.2; values clamped to [0, 1].
+    colour=False leaves out jitter and grayscale (an arm that lets colour be a shortcut).
     Optional, drawn after the above so the default sequence is unchanged:
     - blur: a 3x3 Gaussian blur (sigma ~ U(0.1, 1.5)) on half of the images (SimCLR, MoCo v2).
     """
@@ -28,17 +29,24 @@ def augment(x, gen, blur=False):
     grid = F.affine_grid(theta.to(x.device, x.dtype), x.shape, align_corners=False)
     x = F.grid_sample(x, grid, align_corners=False)
 
+    if colour:
+        x = colour_jitter(x, rand)
+    if blur:
+        x = gaussian_blur(x, sigma=0.1 + 1.4 * rand(n), apply=rand(n) < 0.5)
+    return x
+
+
+def colour_jitter(x, rand):
+    """Brightness, contrast and per-channel gain ~ U(0.6, 1.4), then grayscale with probability
+    0.2, clamped to [0, 1]; rand(*shape) draws uniforms from the caller's generator."""
+    n = len(x)
     brightness = 1 + 0.8 * (rand(n, 1, 1, 1) - 0.5)
     contrast = 1 + 0.8 * (rand(n, 1, 1, 1) - 0.5)
     gain = 1 + 0.8 * (rand(n, 3, 1, 1) - 0.5)
     mean = x.mean((1, 2, 3), keepdim=True)
     x = ((x - mean) * contrast + mean) * brightness * gain
     gray = rand(n, 1, 1, 1) < 0.2
-    x = torch.where(gray, x.mean(1, keepdim=True).expand_as(x), x).clamp(0, 1)
-
-    if blur:
-        x = gaussian_blur(x, sigma=0.1 + 1.4 * rand(n), apply=rand(n) < 0.5)
-    return x
+    return torch.where(gray, x.mean(1, keepdim=True).expand_as(x), x).clamp(0, 1)
 
 
 def gaussian_blur(x, sigma, apply):

@@ -119,9 +119,23 @@ def _pairs(z1, z2):
     return s, s[idx, idx ^ 1], negative
 
 
-def _semi_hard(s, s_pos, negative):
-    """Semi-hard negatives (Schroff et al. 2015): less similar to the anchor than its positive."""
-    return negative & (s < s_pos[:, None])
+def choose_negatives(s, s_pos, negative, kind, margin=None):
+    """The negatives N(i) each anchor averages over (a mask like `negative`):
+    - "all": every other view but the partner;
+    - "semi_hard" (Schroff et al. 2015): less similar to the anchor than its positive, and, when a
+      margin is given, within it: s_pos - margin < s_ik < s_pos (FaceNet's band);
+    - "hardest": the single most similar negative."""
+    if kind == "all":
+        return negative
+    if kind == "semi_hard":
+        band = s < s_pos[:, None]
+        if margin is not None:
+            band = band & (s > s_pos[:, None] - margin)
+        return negative & band
+    if kind == "hardest":
+        hardest = s.masked_fill(~negative, float("-inf")).argmax(1)
+        return F.one_hot(hardest, len(s)).bool()
+    raise ValueError(f"unknown negatives {kind!r}; known: all, semi_hard, hardest")
 
 
 def _masked_mean(values, mask):
@@ -129,24 +143,26 @@ def _masked_mean(values, mask):
     return (values * mask).sum(1) / mask.sum(1).clamp(min=1)
 
 
-def nt_logistic(z1, z2, tau, semi_hard=True):
+def nt_logistic(z1, z2, tau, negatives="semi_hard"):
     """SimCLR's NT-Logistic: per anchor i with partner j and negatives k in N(i),
 
         l_i = -log sigma(s_ij / tau) - mean_{k in N(i)} log sigma(-s_ik / tau)
 
-    N(i) the semi-hard negatives (semi_hard=True) or all 2N - 2; mean over the 2N anchors.
+    N(i) chosen by choose_negatives (semi-hard: less similar than the positive); mean over the 2N
+    anchors.
     """
     s, s_pos, negative = _pairs(z1, z2)
-    mask = _semi_hard(s, s_pos, negative) if semi_hard else negative
+    mask = choose_negatives(s, s_pos, negative, negatives)
     push = _masked_mean(-F.logsigmoid(-s / tau), mask)
     return (-F.logsigmoid(s_pos / tau) + push).mean()
 
 
-def margin_triplet(z1, z2, margin, semi_hard=True):
-    """SimCLR's margin triplet loss: l_i = mean_{k in N(i)} max(0, s_ik - s_ij + margin),
-    N(i) the semi-hard negatives (or all 2N - 2); mean over the 2N anchors."""
+def margin_triplet(z1, z2, margin, negatives="semi_hard"):
+    """SimCLR's margin triplet loss: l_i = mean_{k in N(i)} max(0, s_ik - s_ij + margin), mean over
+    the 2N anchors. Semi-hard N(i) is FaceNet's band s_ij - margin < s_ik < s_ij, where every
+    term is active; "hardest" takes the most similar negative, "all" every one."""
     s, s_pos, negative = _pairs(z1, z2)
-    mask = _semi_hard(s, s_pos, negative) if semi_hard else negative
+    mask = choose_negatives(s, s_pos, negative, negatives, margin)
     return _masked_mean(F.relu(s - s_pos[:, None] + margin), mask).mean()
 
 
@@ -165,12 +181,14 @@ def siglip(z1, z2, log_t, b):
 
 
 class SigLIPLoss(nn.Module):
-    """siglip() with its learned parameters: t = exp(log_t) starts at 10 and b at -10."""
+    """siglip() with its learned parameters: t = exp(log_t) starts at 10, and b at -log(N - 1) for
+    batches of N, which makes sigma(b) = 1/N, the share of positives in the N x N grid (SigLIP's
+    -10 is the same idea at its batch of 32k)."""
 
-    def __init__(self, t=10.0, b=-10.0):
+    def __init__(self, batch, t=10.0):
         super().__init__()
         self.log_t = nn.Parameter(torch.tensor(math.log(t)))
-        self.b = nn.Parameter(torch.tensor(b))
+        self.b = nn.Parameter(torch.tensor(-math.log(batch - 1)))
 
     def forward(self, z1, z2):
         return siglip(z1, z2, self.log_t, self.b)

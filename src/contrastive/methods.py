@@ -158,14 +158,14 @@ class Supervised(nn.Module):
 def build_method(cfg, n_data, n_classes):
     """The method of a RunConfig, with a freshly initialised encoder f and head g."""
     f = make_encoder(cfg.encoder)
-    g = make_head(cfg.head, f.dim)
+    g = make_head(cfg.head, f.dim, cfg.proj_dim)
     if cfg.method == "simclr":
         criteria = {
             "nt_xent": lambda z1, z2: losses.nt_xent(z1, z2, cfg.tau, normalize=cfg.normalize),
-            "logistic": lambda z1, z2: losses.nt_logistic(z1, z2, cfg.tau),
-            "margin_triplet": lambda z1, z2: losses.margin_triplet(z1, z2, cfg.margin),
+            "logistic": lambda z1, z2: losses.nt_logistic(z1, z2, cfg.tau, cfg.negatives),
+            "margin_triplet": lambda z1, z2: losses.margin_triplet(z1, z2, cfg.margin, cfg.negatives),
         }
-        criterion = losses.SigLIPLoss() if cfg.loss == "siglip" else criteria[cfg.loss]
+        criterion = losses.SigLIPLoss(cfg.batch) if cfg.loss == "siglip" else criteria[cfg.loss]
         return SimCLR(f, g, criterion)
     if cfg.method == "align_uniform":
         return SimCLR(f, g, losses.align_uniform)

@@ -43,7 +43,8 @@ def make_encoder(name):
 
 def make_head(kind, dim_in, dim_out=32):
     """g: h -> z. 'none' is the identity (z = h), 'linear' one layer, 'mlp' Linear-ReLU-Linear
-    with a hidden width equal to dim_in (the documents' 64 -> 64 -> 32). g.dim is z's width."""
+    with a hidden width equal to dim_in (the documents' 64 -> 64 -> 32: dim_out 32). g.dim is z's
+    width."""
     if kind == "none":
         head, head.dim = nn.Identity(), dim_in
     elif kind == "linear":

@@ -7,6 +7,7 @@ The thread count is set per run, because float results depend on it.
 import math
 import resource
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +18,7 @@ from .distributed import data_parallel, local_slice, mean_over_ranks, rank
 
 COLLAPSE_STD = 1e-3     # per-dimension std of normalised embeddings below this means collapse
 CHECK_EVERY = 25        # steps between collapse checks
+RECENT = 10             # steps averaged in the loss handed to a snapshot
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class TrainSettings:
     lr: float = 1e-3
     schedule: str = "constant"      # or "cosine"
     blur: bool = False
+    colour: bool = True
     rotate: bool = False
     channels_last: bool = False
 
@@ -62,7 +65,7 @@ def draw_batch(x_train, y_train, gen, cfg, device):
     Returns v1, v2 (N, 3, H, W), labels (N,) and dataset indices (N,)."""
     index = torch.randint(0, len(x_train), (cfg.batch,), generator=gen)
     x = x_train[index].to(device)
-    v1, v2 = augment(x, gen, blur=cfg.blur), augment(x, gen, blur=cfg.blur)
+    v1, v2 = (augment(x, gen, blur=cfg.blur, colour=cfg.colour) for _ in range(2))
     if cfg.rotate:  # k * 90 degrees, k ~ U{0..3}, drawn per view
         v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (cfg.batch,), generator=gen).to(device))
         v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (cfg.batch,), generator=gen).to(device))
@@ -88,9 +91,10 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     RunConfig), drawn with replacement.
 
     Per step: draw a batch and two views with `gen`, (loss, z) = method(v1, v2, labels, index),
-    one Adam step. snapshot(steps_done, method) is called before the first step (0) and after every
-    completed step, so that a caller can save checkpoints at the steps it wants; it must not draw
-    from any generator. device: where the model runs (the data stay on the CPU and each batch is
+    one Adam step. snapshot(steps_done, method, recent_loss) is called before the first step (0,
+    recent_loss None) and after every completed step, with the mean loss of the last RECENT steps,
+    so that a caller can save checkpoints at the steps it wants; it must not draw from any
+    generator. device: where the model runs (the data stay on the CPU and each batch is
     moved); amp: bfloat16 autocast on CUDA. Under torch.distributed, cfg.batch is the global batch:
     every rank draws the same indices and views and trains on its own slice, BN spans every rank
     where the method wants global BN, and DistributedDataParallel averages the gradients
@@ -108,8 +112,9 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     opt, sched = optimizer(method, cfg)
     record = {"status": "ok", "steps_done": 0, "reason": None, "loss": None, "loss_curve": []}
     curve_every = max(1, cfg.steps // 20)
+    recent = deque(maxlen=RECENT)
     if snapshot:
-        snapshot(0, method)
+        snapshot(0, method, None)
     for step in tqdm(range(cfg.steps), desc=desc, disable=not progress or rank() > 0, leave=False, mininterval=2):
         v1, v2, labels, index = draw_batch(x_train, y_train, gen, cfg, device)
         with autocast:
@@ -125,6 +130,7 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
             sched.step()
         record["steps_done"] = step + 1
         record["loss"] = value
+        recent.append(value)
         if step % curve_every == 0 or step == cfg.steps - 1:
             record["loss_curve"].append([step, value])
         stop = stop_reason(step, value, z)
@@ -132,7 +138,7 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
             record.update(zip(("status", "reason"), stop))
             break
         if snapshot:
-            snapshot(step + 1, method)
+            snapshot(step + 1, method, sum(recent) / len(recent))
     return record
 
 

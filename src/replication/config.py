@@ -117,11 +117,14 @@ class RunConfig(Strict):
     encoder: Literal["cnn3", "resnet18"]
     method: Literal["simclr", "moco", "memory_bank", "supcon", "supervised", "align_uniform"]
     loss: Literal["nt_xent", "logistic", "margin_triplet", "siglip"]
+    negatives: Literal["semi_hard", "hardest", "all"]   # which negatives the logistic / triplet losses use
     tau: PositiveFloat
     normalize: bool
     head: Literal["none", "linear", "mlp"]
+    proj_dim: Count                                   # z's width for a linear or MLP head
     batch: Annotated[int, Field(ge=2)]
-    steps: Count
+    steps: Count                                      # the study's budget: claims read the run at this step
+    ladder: list[Count]                               # later rungs: training goes on to the last, with a checkpoint at each
     lr: PositiveFloat
     schedule: Literal["constant", "cosine"]
     margin: Annotated[float, Field(ge=0)]             # margin-triplet loss
@@ -132,6 +135,7 @@ class RunConfig(Strict):
     shuffle_bn: bool
     supcon_inside: bool
     blur: bool
+    colour: bool                                      # colour jitter and grayscale among the augmentations
     rotate: bool
     channels_last: bool       # NHWC tensors: about 1.5x faster convolutions on CPU (last-bit changes)
 
@@ -141,6 +145,19 @@ class RunConfig(Strict):
             raise ValueError(f"ranks x bn_groups ({self.ranks} x {self.bn_groups}) must divide batch ({self.batch})")
         return self
 
+    @model_validator(mode="after")
+    def _ladder_after_steps(self):
+        if any(b <= a for a, b in zip([self.steps, *self.ladder], self.ladder)):
+            raise ValueError(f"ladder {self.ladder} must rise above steps ({self.steps})")
+        if self.ladder and self.schedule != "constant":
+            raise ValueError("a ladder needs schedule: constant (a rung of a longer cosine run is not a shorter run)")
+        return self
+
+    @property
+    def rungs(self):
+        """The steps with a checkpoint: 0 (the untrained control), steps, and the ladder's rungs."""
+        return [0, self.steps, *self.ladder]
+
 
 class PretrainParams(Strict):
     """studies: study name -> {condition name -> overrides of defaults, and an optional `label`
@@ -148,6 +165,7 @@ class PretrainParams(Strict):
     unique across studies. The overrides are checked one by one in parse_params."""
     seeds: Seeds
     steps_scale: Annotated[float, Field(gt=0, le=1000)]   # every condition's steps x this (profiles)
+    ladders: bool                                         # false: no run goes on past its budget
     defaults: RunConfig
     studies: Annotated[dict[str, Annotated[dict[str, dict | None], Field(min_length=1)]], Field(min_length=1)]
 
@@ -164,8 +182,12 @@ class PretrainParams(Strict):
         if study is None:
             raise KeyError(f"unknown condition {name!r}; known: {', '.join(self.conditions)}")
         overrides = {k: v for k, v in (self.studies[study][name] or {}).items() if k != "label"}
+        if not self.ladders:
+            overrides["ladder"] = []
         cfg = RunConfig(**{**self.defaults.model_dump(), **overrides})
-        return cfg.model_copy(update={"steps": max(1, round(cfg.steps * self.steps_scale))})
+        scale = lambda steps: max(1, round(steps * self.steps_scale))
+        ladder = sorted({scale(s) for s in cfg.ladder} - {scale(cfg.steps)})
+        return RunConfig(**{**cfg.model_dump(), "steps": scale(cfg.steps), "ladder": ladder})
 
 
 class EvaluateParams(Strict):
@@ -265,11 +287,12 @@ def resolve(params):
             study=study, seeds=p.seeds, execution=execution, data=_run_data(params, configs.values()),
             conditions=configs).model_dump()
     det = params.determinism
-    run = p.run_config(det.condition).model_copy(update={"steps": det.steps})
+    run = p.run_config(det.condition).model_copy(update={"steps": det.steps, "ladder": []})
     out["determinism.json"] = DeterminismConfig(determinism=det, run=run, execution=execution,
                                                 data=_run_data(params, [run]), evaluate=params.evaluate).model_dump()
     out["conditions.json"] = {"seeds": p.seeds, "conditions": {
-        name: {"study": study, "label": p.label(name), "steps": p.run_config(name).steps}
+        name: {"study": study, "label": p.label(name), "steps": p.run_config(name).steps,
+               "rungs": p.run_config(name).rungs}
         for name, study in p.conditions.items()}}
     digest = hashlib.sha256(json.dumps({k: v for k, v in out.items() if k != "workers.json"},
                                        sort_keys=True).encode()).hexdigest()
@@ -334,6 +357,13 @@ def _one_line(error, model, where=""):
 
 def _check_conditions(params):
     """Each condition's overrides on their own, so that an error names the condition's own key."""
+    seen = {}
+    for study, conditions in params.pretrain.studies.items():
+        for name in conditions:
+            if name in seen:
+                raise ParamsError(f"pretrain.studies.{study}.{name}: condition also in study {seen[name]}; "
+                                  "condition names must be unique")
+            seen[name] = study
     for study, conditions in params.pretrain.studies.items():
         for name, overrides in conditions.items():
             where = f"pretrain.studies.{study}.{name}"
@@ -342,16 +372,9 @@ def _check_conditions(params):
             if not isinstance(label, str):
                 raise ParamsError(f"{where}.label: must be text (got {label!r})")
             try:
-                RunConfig(**{**params.pretrain.defaults.model_dump(), **overrides})
+                params.pretrain.run_config(name)
             except ValidationError as e:
                 raise ParamsError(_one_line(e, RunConfig, where)) from None
-    seen = {}
-    for study, conditions in params.pretrain.studies.items():
-        for name in conditions:
-            if name in seen:
-                raise ParamsError(f"pretrain.studies.{study}.{name}: condition also in study {seen[name]}; "
-                                  "condition names must be unique")
-            seen[name] = study
     if params.determinism.condition not in seen:
         raise ParamsError(f"determinism.condition: {params.determinism.condition!r} is not a condition of "
                           "pretrain.studies")

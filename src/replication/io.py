@@ -5,6 +5,7 @@ An interrupted stage therefore leaves either the old file or the new one, never 
 import hashlib
 import json
 import os
+import platform
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,3 +57,12 @@ def sha256(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def cpu_model():
+    """The CPU's model name (float results and times depend on it), or the architecture."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()

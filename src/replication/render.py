@@ -193,17 +193,6 @@ def git_dirty():
         return False
 
 
-def cpu_model():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or platform.machine()
-
-
 def versions():
     """Versions of Python and of every library a figure on the page depends on."""
     from importlib.metadata import version

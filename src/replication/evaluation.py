@@ -1,0 +1,78 @@
+"""Evaluating the checkpoints of a training run: every probe at every rung.
+
+The evaluation record (results/evaluate/<study>/<condition>/seed_<k>.json) holds `at` (rung step ->
+metrics, every checkpoint), `control` (step 0: the untrained encoder), `eval` (the study's budget,
+`steps`, which most claims read; None for a run that failed before it, which is listed as failed
+and never averaged) and `rungs` (the steps evaluated).
+"""
+from pathlib import Path
+
+import torch
+
+from contrastive.augment import augment
+from contrastive.distributed import select_device
+from contrastive.evaluate import contrastive_top1, evaluate_representation
+from contrastive.methods import build_method
+from contrastive.train import Timer
+
+from .config import RunConfig
+from .datasets import dataset_for
+from .io import cpu_model, read_json, sha256
+
+
+class CheckpointError(Exception):
+    """A run's checkpoint is missing or does not match the sha256 recorded in its training record."""
+
+
+def evaluate_method(method, cfg, data, eval_params, seed):
+    """Every frozen-feature metric of a method's encoder, and how often it solves its pretext task.
+    Draws only from generators seeded here, never from the training generator."""
+    views = lambda x, gen: augment(x, gen, blur=cfg.blur, colour=cfg.colour)
+    evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views)
+    evaluation["contrastive_top1"] = contrastive_top1(method, data["x_test"][:512], seed, views, cfg.normalize)
+    return evaluation
+
+
+def method_from_state(cfg, state, n_data, n_classes):
+    """The method of `cfg` with a saved state, in the memory layout it was trained in."""
+    method = build_method(cfg, n_data=n_data, n_classes=n_classes)
+    if cfg.channels_last:
+        method.to(memory_format=torch.channels_last)
+    method.load_state_dict(state)
+    return method
+
+
+def load_checkpoint(checkpoint, record_path, root="."):
+    """The state dict of one checkpoint of a training record, checked against its sha256;
+    CheckpointError names the file and how to get it back."""
+    path = Path(root, checkpoint["path"])
+    study = Path(checkpoint["path"]).parts[2]
+    fix = f"restore it with `dvc checkout {checkpoint['path']}` or retrain with `dvc repro -f pretrain@{study}`"
+    if not path.exists():
+        raise CheckpointError(f"{checkpoint['path']}: missing checkpoint; {fix}")
+    if sha256(path) != checkpoint["sha256"]:
+        raise CheckpointError(f"{checkpoint['path']}: contents do not match the sha256 in {record_path} "
+                              f"(corrupted or truncated); {fix}")
+    return torch.load(path, weights_only=True, map_location="cpu")
+
+
+def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", root="."):
+    """Evaluate every checkpoint of one training record; returns the evaluation record (above). A
+    run that stopped early (diverged, collapsed) has checkpoints only at the rungs it reached
+    before the stop, so its later rungs, and `eval` if the budget is one of them, are missing."""
+    record = read_json(Path(root, record_path))
+    torch.set_num_threads(evaluate_config.execution.threads)
+    cfg = RunConfig(**record["config"])
+    device = select_device(evaluate_config.execution.device)
+    data = dataset_for(cfg.dataset, data_settings, data_dir)
+    with Timer() as clock:
+        by_step = {}
+        for checkpoint in record["checkpoints"]:
+            state = load_checkpoint(checkpoint, record_path, root)
+            method = method_from_state(cfg, state, record["n_data"], record["n_classes"]).to(device)
+            by_step[checkpoint["step"]] = evaluate_method(method, cfg, data, evaluate_config.evaluate,
+                                                          record["seed"])
+    return {"condition": record["condition"], "seed": record["seed"], "status": record["status"],
+            "reason": record["reason"], "rungs": sorted(by_step), "control": by_step.get(0),
+            "eval": by_step.get(cfg.steps), "at": {str(step): metrics for step, metrics in sorted(by_step.items())},
+            "wall_s": clock.seconds, "threads": evaluate_config.execution.threads, "cpu": cpu_model()}
