@@ -7,7 +7,8 @@ bit-identical, and every figure that moves with the thread count, with both valu
 from replication.config import DeterminismConfig, read_resolved
 from replication.datasets import dataset_for
 from replication.io import write_json
-from replication.runs import differences, evaluate_method, method_from_state, train_run
+from replication.evaluation import evaluate_method, method_from_state
+from replication.runs import differences, train_run
 
 
 def run(config, threads):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from replication.config import EvaluateConfig, StudyConfig, read_resolved
 from replication.io import write_json
-from replication.runs import CheckpointError, evaluate_run, map_runs, run_name
+from replication.evaluation import CheckpointError, evaluate_run
+from replication.runs import map_runs, run_name
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
