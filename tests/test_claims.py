@@ -1,10 +1,12 @@
 """Judging claims from result files, one kind at a time, on files the test writes."""
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from replication.claims import judge, judge_all, load_registry
+from replication.stats import ladder_trend
 
 
 @pytest.fixture
@@ -153,11 +155,14 @@ def test_failure_counts_an_arm_that_never_trained_and_stays_near_log_k(tmp_path)
     evaluation_records(tmp_path, "m0", [0.00, -0.03, 0.01, -0.02, 0.00], study="moco")
     folder = tmp_path / "results" / "pretrain" / "moco" / "m0"
     folder.mkdir(parents=True)
+    config = {"method": "moco", "loss": "nt_xent", "queue": 1024, "steps": 300}
     for seed, loss in enumerate([6.5, 6.8, 6.2, 6.9, 6.6]):
         (folder / f"seed_{seed}.json").write_text(json.dumps(
-            {"seed": seed, "status": "ok", "loss": loss, "config": {"queue": 1024}}))
-    judged = judge(claim(kind="failure", runs={"files": "results/pretrain/*/m0/seed_*.json", "key": "status"}), tmp_path)
-    assert judged["verdict"] == "reproduced" and "log(K + 1) = 6.93" in judged["note"]
+            {"seed": seed, "status": "ok", "loss": 1.0, "rung_loss": {"0": None, "300": loss}, "config": config}))
+    spec = {"files": "results/pretrain/*/m0/seed_*.json", "key": "status"}
+    judged = judge(claim(kind="failure", runs=spec), tmp_path)
+    assert judged["verdict"] == "reproduced" and "chance 6.93" in judged["note"] and judged["step"] == 300
+    assert judge(claim(kind="failure", runs=spec, step=1200), tmp_path)["verdict"] == "reproduced"   # failed before
 
 
 def test_rank_correlation_with_an_interval(tmp_path):
@@ -186,7 +191,8 @@ def test_every_amendment_records_what_why_date_and_previous_verdict():
     amended = [c for c in registry if c.get("amended")]
     assert len(amended) > 30
     for c in amended:
-        assert set(c["amended"]) == {"date", "what", "why", "previous_verdict"}, c["id"]
+        for amendment in c["amended"] if isinstance(c["amended"], list) else [c["amended"]]:
+            assert set(amendment) == {"date", "what", "why", "previous_verdict"}, c["id"]
 
 
 def test_single_run_realisations_may_share_a_seed(results):
@@ -198,3 +204,81 @@ def test_single_run_realisations_may_share_a_seed(results):
     judged = judge(claim(kind="single_run", published=0.91, realisations={"file": "r/same.json", "select": "runs",
                                                                           "key": "acc"}), results)
     assert judged["arms"]["realisations"]["n"] == 3 and judged["verdict"] == "reproduced"
+
+
+def ladder_records(root, condition, by_rung, control=0.30):
+    """Evaluation records of a ladder arm: by_rung {step: [per-seed gain over the control]}."""
+    folder = root / "results" / "evaluate" / "s" / condition
+    folder.mkdir(parents=True)
+    steps = sorted(by_rung)
+    for seed in range(len(by_rung[steps[0]])):
+        at = {"0": {"h": {"linear": control}}, **{str(t): {"h": {"linear": control + by_rung[t][seed]}} for t in steps}}
+        (folder / f"seed_{seed}.json").write_text(json.dumps({
+            "condition": condition, "seed": seed, "status": "ok", "reason": None, "rungs": [0, *steps],
+            "control": at["0"], "eval": at[str(steps[0])], "at": at}))
+
+
+def ladder_arm(condition):
+    return {"files": f"results/evaluate/*/{condition}/seed_*.json", "key": "at.{step}.h.linear"}
+
+
+BASE = [0.40, 0.41, 0.39, 0.42, 0.40]
+
+
+def shifted(values, by):
+    return [v + by for v in values]
+
+
+def test_a_ladder_claim_is_judged_at_every_rung_with_the_top_as_headline(tmp_path):
+    """b catches up with a: reproduced at 300 steps, no meaningful effect at 2,400; the effect
+    shrinks by about 5 points per decade of steps: 'moves against the claim'."""
+    ladder_records(tmp_path, "a", {300: shifted(BASE, 0.10), 1200: shifted(BASE, 0.12), 2400: shifted(BASE, 0.13)})
+    ladder_records(tmp_path, "b", {300: BASE, 1200: shifted(BASE, 0.08), 2400: [0.53, 0.539, 0.521, 0.549, 0.531]})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
+                         arms={"a": ladder_arm("a"), "b": ladder_arm("b")}), tmp_path)
+    assert [r["step"] for r in judged["ladder"]] == [300, 1200, 2400]
+    assert [r["verdict"] for r in judged["ladder"]] == ["reproduced", "reproduced", "no meaningful effect"]
+    assert judged["verdict"] == "no meaningful effect" and judged["contrast"]["diff_mean"] == pytest.approx(0.0, abs=0.002)
+    assert judged["ladder"][0]["arms"]["a"]["values"] == pytest.approx(shifted(shifted(BASE, 0.10), 0.30))
+    assert judged["ladder"][0]["contrasts"][0]["holm_family"] == 3          # every rung joins the family
+    assert judged["trend"] == "moves against the claim"
+    assert judged["contrast"]["trend"]["slope_per_decade"] < -0.02
+
+
+def test_a_contradiction_from_arms_still_moving_may_be_a_scale_artefact(tmp_path):
+    """a trails b at every rung but gains 4 points a rung while b stands still: contradicted at the
+    top, trend toward the claim, flagged as a possible scale artefact, naming the arm that moved."""
+    ladder_records(tmp_path, "a", {300: BASE, 1200: shifted(BASE, 0.04), 2400: shifted(BASE, 0.08)})
+    ladder_records(tmp_path, "b", {300: shifted(BASE, 0.20), 1200: shifted(BASE, 0.20), 2400: [0.6, 0.6, 0.62, 0.6, 0.61]})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
+                         arms={"a": ladder_arm("a"), "b": ladder_arm("b")}), tmp_path)
+    assert judged["verdict"] == "contradicted" and judged["trend"] == "grows toward the claim"
+    artefact = judged["contrast"]["scale_artefact"]
+    assert "a still moved by +0.04" in artefact and "grows toward the claim" in artefact
+    assert "May be a scale artefact" in judged["note"]
+
+
+def test_a_levelled_contradiction_is_trustworthy(tmp_path):
+    ladder_records(tmp_path, "a", {300: BASE, 1200: shifted(BASE, 0.001), 2400: shifted(BASE, 0.002)})
+    ladder_records(tmp_path, "b", {300: shifted(BASE, 0.10), 1200: [0.50, 0.512, 0.49, 0.52, 0.50],
+                                   2400: [0.502, 0.511, 0.491, 0.521, 0.502]})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
+                         arms={"a": ladder_arm("a"), "b": ladder_arm("b")}), tmp_path)
+    assert judged["verdict"] == "contradicted" and judged["contrast"]["scale_artefact"] is None
+    assert judged["trend"] == "stable"
+
+
+@pytest.mark.parametrize("slopes,verdicts,label", [
+    ([0.05, 0.06, 0.04, 0.05], ("inconclusive", "reproduced"), "grows toward the claim"),
+    ([-0.05, -0.06, -0.04, -0.05], ("reproduced", "inconclusive"), "moves against the claim"),
+    ([0.001, -0.002, 0.0, 0.001], ("reproduced", "reproduced"), "stable"),
+    ([0.05, 0.06, 0.04, 0.05], ("contradicted", "reproduced"), "flips"),
+    ([-0.05, -0.06, -0.04, -0.05], ("reproduced", "contradicted"), "flips"),
+    ([0.05, -0.06, 0.04, -0.05], ("inconclusive", "inconclusive"), "unclear"),
+])
+def test_trend_labels_follow_the_registered_rules(slopes, verdicts, label):
+    steps = [300, 1200, 2400]
+    effects = [{s: b * math.log10(t) for s, b in enumerate(slopes)} for t in steps]
+    trend = ladder_trend(steps, effects, 0.02, *verdicts)
+    assert trend["label"] == label
+    assert trend["slopes"] == pytest.approx(slopes)

@@ -18,6 +18,12 @@ Each claim names where its measurements are and how they are judged (`kind`):
 A claim with `not_testable: reason` (a design that differs from the paper where it decides the
 outcome) is measured and shown, and its verdict is `not testable here`.
 
+The scale ladder: a claim with `ladder: true` writes its keys with a `{step}` placeholder
+('at.{step}.h.linear', 'rung_loss.{step}') and is judged at every rung its arms share (steps above
+0); its headline verdict is the top rung's. Every rung's contrasts join the registry's Holm family.
+Each contrast gets a trend (ladder_trend) from the per-seed slopes of its effect against
+log10(steps), and a contradicted top rung says whether it is trustworthy or may be a scale artefact.
+
 The untrained control: every pretraining arm (a condition's evaluation records) gets its gain over
 the same encoder at step 0, linear probe on h, paired by seed; an arm whose gain does not clear
 rules.control_margin (lower 95% bound) has not trained, and no contrast that involves it is judged.
@@ -207,16 +213,28 @@ def _arm(values, per_seed=True):
 
 # ---------------------------------------------------------------- the untrained control
 
-def control_gain(condition, rules, root="."):
-    """A condition's gain over its untrained control: per seed, linear probe on h at the end of
-    training minus the same encoder at step 0 (finished runs only), its summary, and whether it
-    trained (lower 95% bound above rules['control_margin'])."""
+_CONTROL_CACHE = {}
+
+
+def control_gain(condition, rules, root=".", step=None):
+    """A condition's gain over its untrained control: per seed, linear probe on h at `step` (None:
+    the budget, `eval`) minus the same encoder at step 0 (runs that reached the step), its summary,
+    and whether it trained (lower 95% bound above rules['control_margin']). Cached per run of
+    judge_all."""
+    key = (condition, str(root), step, rules["control_margin"])
+    if key not in _CONTROL_CACHE:
+        _CONTROL_CACHE[key] = _control_gain(condition, rules, root, step)
+    return _CONTROL_CACHE[key]
+
+
+def _control_gain(condition, rules, root, step):
     paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root), key=_seed_order)
     gains = {}
     for path in paths:
         record = _read(path, root)
-        if record["status"] == "ok" and record.get("control") and record.get("eval"):
-            gains[record["seed"]] = record["eval"]["h"]["linear"] - record["control"]["h"]["linear"]
+        reached = record.get("eval") if step is None else (record.get("at") or {}).get(str(step))
+        if record.get("control") and reached and (step is not None or record["status"] == "ok"):
+            gains[record["seed"]] = reached["h"]["linear"] - record["control"]["h"]["linear"]
     if len(gains) < 2:
         return None
     summary = {**stats.summarize(list(gains.values())), "seeds": list(gains), "metric": "linear probe on h"}
@@ -305,31 +323,48 @@ def _judge_single_run(claim, out, notes, root):
     return stats.single_run_verdict(claim["published"], values, claim.get("tolerance", 0))
 
 
+def chance_loss(config):
+    """The loss of an encoder that tells nothing apart, where the loss has one: log of the number
+    of candidates for InfoNCE-type losses (K + 1 for MoCo and the memory bank, 2N - 1 for SimCLR's
+    NT-Xent), the margin for the triplet loss (every similarity equal); else None."""
+    if config["method"] in ("moco", "memory_bank"):
+        return math.log(config["queue"] + 1)
+    if config["method"] == "simclr" and config["loss"] == "nt_xent":
+        return math.log(2 * config["batch"] - 1)
+    if config["method"] == "simclr" and config["loss"] == "margin_triplet":
+        return config["margin"]
+    return None
+
+
 def _judge_failure(claim, out, notes, root, rules):
-    """A condition fails: every run diverges or collapses, or it has not trained (untrained-control
-    gate) and its final loss stays near log(K + 1)."""
+    """A condition fails by `step` (default: its budget): every run diverges or collapses before
+    it, or the arm has not trained there (untrained-control gate) and its loss (the mean of the
+    steps just before) stays at rules['failure_loss_fraction'] of the chance loss or above."""
     records = _records(claim["runs"], root)
-    failures = failed_runs(claim["runs"], root)
+    step = claim.get("step") or records[0]["config"]["steps"]
+    reached = [r for r in records if str(step) in (r.get("rung_loss") or {})]
+    failures = [{"seed": r.get("seed"), "status": r["status"], "reason": r.get("reason")}
+                for r in records if r not in reached]
+    out["step"] = step
     out["arms"]["runs"] = {"values": [r.get("status", "ok") for r in records], "n": len(records), "failed": failures}
     if failures and len(failures) == len(records):
-        notes.append(f"{len(failures)} of {len(records)} runs failed.")
+        notes.append(f"{len(failures)} of {len(records)} runs diverged or collapsed before step {step}.")
         return "reproduced"
     condition = conditions_of(claim["runs"])[0]
-    gain = control_gain(condition, rules, root)
-    finished = [r for r in records if r.get("status", "ok") == "ok"]
-    floor = math.log(finished[0]["config"]["queue"] + 1)
-    losses = [r["loss"] for r in finished]
-    out["arms"]["final loss"] = {**_arm(losses), "log_k_plus_1": floor}
+    gain = control_gain(condition, rules, root, claim.get("step"))      # None: the budget's `eval`
+    floor = chance_loss(reached[0]["config"])
+    losses = [r["rung_loss"][str(step)] for r in reached]
+    out["arms"]["loss"] = {**_arm(losses), "chance_loss": floor, "step": step}
     out["arms"]["runs"]["control"] = {condition: gain}
-    near_floor = min(losses) >= rules["failure_loss_fraction"] * floor
-    notes.append(f"{len(failures)} of {len(records)} runs diverged or collapsed; final loss "
-                 f"{np.mean(losses):.2f} (log(K + 1) = {floor:.2f}, lowest run {min(losses):.2f}).")
+    notes.append(f"At step {step}: {len(failures)} of {len(records)} runs had diverged or collapsed; loss "
+                 f"{np.mean(losses):.2f}" + (f" (chance {floor:.2f}, lowest run {min(losses):.2f})." if floor else "."))
     if gain is None:
         return "inconclusive"
     lo, hi = (100 * v for v in gain["ci95"])
     notes.append(f"Gain over the untrained control: {100 * gain['mean']:+.1f} points [{lo:+.1f}, {hi:+.1f}].")
     if gain["trained"]:
         return "contradicted"
+    near_floor = floor is None or min(losses) >= rules["failure_loss_fraction"] * floor
     return "reproduced" if near_floor else "inconclusive"
 
 
@@ -343,7 +378,7 @@ def _paired_arms(claim, out, notes, root, rules):
         arm = out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name])}
         if "best_of" in spec:
             arm["chosen"] = _patterns(spec["best_of"][_best_of(spec, root)[0]])[0]
-        controls = {c: control_gain(c, rules, root) for c in conditions_of(spec)}
+        controls = {c: control_gain(c, rules, root, claim.get("_step")) for c in conditions_of(spec)}
         if any(controls.values()):
             arm["control"] = {c: g for c, g in controls.items() if g}
         failures = failed_runs(spec, root)
@@ -569,28 +604,116 @@ def load_registry(path="analysis/claims.yaml", conditions=None):
     return rules, claims
 
 
+def _at_step(value, step):
+    """A measurement spec with every '{step}' in it replaced by the rung."""
+    if isinstance(value, str):
+        return value.replace("{step}", str(step))
+    if isinstance(value, list):
+        return [_at_step(v, step) for v in value]
+    if isinstance(value, dict):
+        return {k: _at_step(v, step) for k, v in value.items()}
+    return value
+
+
+def claim_at(claim, step):
+    """A ladder claim as judged at one rung."""
+    return {**claim, "arms": _at_step(claim["arms"], step), "_step": step}
+
+
+def ladder_rungs(claim, root="."):
+    """The trained rungs (steps above 0) that every condition of a ladder claim was evaluated at."""
+    common = None
+    for _, spec in _specs(claim):
+        for condition in conditions_of(spec):
+            paths = glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root)
+            rungs = set(_read(sorted(paths)[0], root)["rungs"]) if paths else set()
+            common = rungs if common is None else common & rungs
+    rungs = sorted(r for r in common or () if r > 0)
+    if not rungs:
+        raise ClaimError(f"claim {claim['id']}: its conditions share no trained rung")
+    return rungs
+
+
+def _judge_ladder(claim, root, rules):
+    """The claim at its top rung (the headline), with the lower rungs' judgements kept in _rungs."""
+    rungs = ladder_rungs(claim, root)
+    judged = [_judge_one(claim_at(claim, step), root, rules) for step in rungs]
+    out = judged[-1]
+    out["_rungs"] = list(zip(rungs, judged))
+    return out
+
+
+def _rung_summary(step, out):
+    contrasts = out.get("contrasts") or ([out["contrast"]] if out.get("contrast") else [])
+    return {"step": step, "verdict": out["verdict"], "arms": out["arms"], "contrasts": contrasts}
+
+
+def _trend(claim, out, rules):
+    """Per contrast of a ladder claim: its trend along the rungs and, for a contradicted top rung,
+    whether the contradiction can be trusted (both arms levelled off, trend not toward the claim)."""
+    ladder = [_rung_summary(step, o) for step, o in out.pop("_rungs")]
+    out["ladder"] = ladder
+    steps = [r["step"] for r in ladder]
+    top = ladder[-1]
+    for i, c in enumerate(top["contrasts"]):
+        per_rung = [r["contrasts"][i] for r in ladder]
+        effects = [dict(zip(rc["seeds"], rc["diffs"])) if rc.get("diffs") else {} for rc in per_rung]
+        c["trend"] = stats.ladder_trend(steps, effects, c["margin"], per_rung[0]["verdict"], c["verdict"])
+        if c["verdict"] == "contradicted":
+            c["scale_artefact"] = _scale_artefact(c, ladder)
+    main = out["contrast"]
+    out["trend"] = (main.get("trend") or {}).get("label") if main else None
+    artefacts = [c["scale_artefact"] for c in top["contrasts"] if c.get("scale_artefact")]
+    if artefacts:
+        out["note"] += " " + " ".join(f"May be a scale artefact: {a}." for a in artefacts)
+
+
+def _scale_artefact(c, ladder):
+    """Why a contradicted top-rung contrast may be a scale artefact, or None when it is trustworthy:
+    both arms must have levelled off (their means moved by less than half the margin between the
+    last two rungs) and the trend must not be growing toward the claim. (Both arms beat their
+    untrained control, or the contrast would not have been judged.)"""
+    if len(ladder) < 2:
+        return "judged at one rung only"
+    reasons = []
+    last, previous = ladder[-1], ladder[-2]
+    for arm in (c["a"], c["b"]):
+        move = last["arms"][arm]["mean"] - previous["arms"][arm]["mean"]
+        if abs(move) >= c["margin"] / 2:
+            reasons.append(f"{arm} still moved by {move:+.3g} from step {previous['step']} to {last['step']}")
+    if (c.get("trend") or {}).get("label") == "grows toward the claim":
+        reasons.append("the effect grows toward the claim with training")
+    return "; ".join(reasons) or None
+
+
 def judge_all(claims, root=".", rules=None):
-    """Judge every claim; Holm's correction runs over every open contrast of the registry at once.
-    A claim whose measurements are absent from this run (a profile that skips them) is reported as
-    'not tested' with the reason, never dropped."""
+    """Judge every claim; Holm's correction runs over every open contrast of the registry at once
+    (every rung of a ladder claim included). A claim whose measurements are absent from this run
+    (a profile that skips them) is reported as 'not tested' with the reason, never dropped."""
     rules = {**DEFAULT_RULES, **(rules or {})}
+    _CONTROL_CACHE.clear()
     judged = []
     for claim in claims:
         try:
-            judged.append(_judge_one(claim, root, rules))
+            judged.append(_judge_ladder(claim, root, rules) if claim.get("ladder") else _judge_one(claim, root, rules))
         except (ClaimError, KeyError, IndexError, FileNotFoundError) as e:
             judged.append({**{k: claim.get(k) for k in ("id", "source", "statement", "published", "metric")},
                            "section": claim.get("section", "other"), "kind": claim.get("kind"),
                            "arms": {}, "contrast": None, "verdict": "not tested",
                            "note": f"no measurement in this run: {e}",
                            **({"amended": claim["amended"]} if claim.get("amended") else {})})
-    family = [c for out in judged for c in out.get("contrasts") or [] if c["verdict"] is None]
+    outs = [o for out in judged for o in ([o for _, o in out["_rungs"]] if "_rungs" in out else [out])]
+    family = [c for out in outs for c in out.get("contrasts") or [] if c["verdict"] is None]
     for c, p_holm in zip(family, stats.holm([c["p"] for c in family])):
         c["p_holm"] = p_holm
         c["holm_family"] = len(family)
     for claim, out in zip(claims, judged):
+        for step, rung in out.get("_rungs", [])[:-1]:
+            _finish(claim_at(claim, step), rung, rules, root)
         if "_notes" in out:
             _finish(claim, out, rules, root)
+        if "_rungs" in out:
+            _trend(claim, out, rules)
     return judged
 
 

@@ -125,3 +125,37 @@ def single_run_verdict(published, realisations, tolerance=0.0):
     rounding), contradicted when outside."""
     lo, hi = prediction_interval(realisations)
     return "reproduced" if lo - tolerance <= published <= hi + tolerance else "contradicted"
+
+
+TREND_RULES = [   # (label, rule): checked in this order; registered in analysis/claims.yaml before any ladder run
+    ("flips", "the top rung's verdict is reproduced and the first trained rung's contradicted, or the reverse"),
+    ("stable", "-m < b_lo and b_hi < m: the effect moves by less than the margin per decade of steps"),
+    ("grows toward the claim", "b_lo > 0"),
+    ("moves against the claim", "b_hi < 0"),
+    ("unclear", "otherwise"),
+]
+
+
+def ladder_trend(steps, effects, margin, first_verdict, top_verdict):
+    """The trend of a contrast along the ladder: b, the slope of its per-seed effect against
+    log10(steps) (one least-squares slope per seed over the trained rungs, then a 95% t-interval of
+    their mean), labelled by TREND_RULES with m the margin per decade. effects: one {seed: effect}
+    per rung of `steps`. None with fewer than two rungs or two seeds present at every rung."""
+    seeds = sorted(set.intersection(*(set(e) for e in effects))) if effects else []
+    if len(steps) < 2 or len(seeds) < 2:
+        return None
+    x = np.log10(np.asarray(steps, dtype=float))
+    slopes = [float(np.polyfit(x, [e[s] for e in effects], 1)[0]) for s in seeds]
+    lo, hi = t_interval(slopes)
+    if {first_verdict, top_verdict} == {"reproduced", "contradicted"}:
+        label = "flips"
+    elif -margin < lo and hi < margin:
+        label = "stable"
+    elif lo > 0:
+        label = "grows toward the claim"
+    elif hi < 0:
+        label = "moves against the claim"
+    else:
+        label = "unclear"
+    return {"label": label, "slope_per_decade": float(np.mean(slopes)), "slope_ci95": [lo, hi],
+            "slopes": slopes, "seeds": seeds, "steps": list(steps)}
