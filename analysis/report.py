@@ -12,7 +12,8 @@
 # Intuition: InfoNCE, Temperature, Alignment and Uniformity" (a blog post), and [N] "Contrastive
 # Learning" (a short note on InfoNCE). Setup: ten synthetic 32x32 glyph classes (`shapes`, chance
 # 10%) and scikit-learn's handwritten digits, a three-layer CNN, 300 Adam steps of 128 images (MoCo
-# arms: 64), five seeds; probes on frozen features (sections "Setup" and "Deviations" at the end). Verdicts are computed
+# arms: 64), five seeds; the regime-sensitive claims also on a scale ladder (1,200, 2,400 and, for
+# batch-64 MoCo, 4,800 steps); probes on frozen features (section "Setup" at the end). Verdicts are computed
 # by `src/replication/claims.py` from the rules in `analysis/claims.yaml`; a rule changed after
 # results were seen is marked as an amendment with the previous verdict. Intervals are 95%
 # Student-t intervals over seeds; paired contrasts use the per-seed differences, with Holm's
@@ -34,8 +35,9 @@ import yaml
 from IPython.display import HTML, Markdown, display
 
 from replication import render as report
+from replication.io import cpu_model
 from replication.render import printout
-from replication.stats import VERDICT_RULES
+from replication.stats import TREND_RULES, VERDICT_RULES, t_interval
 
 sns.set_theme(style="whitegrid", context="notebook")
 claims = json.loads(Path("reports/claims.json").read_text())
@@ -65,6 +67,8 @@ printed = [c for c in claims if c["kind"] in ("exact", "bound", "range")]
 judged = [c for c in claims if c not in printed]
 tally = Counter(c["verdict"] for c in judged)
 count = lambda group: ", ".join(f"{n} {v}" for v, n in Counter(c["verdict"] for c in group).most_common())
+count_trends = lambda group: ", ".join(f"{n} {t}" for t, n in Counter(c.get("trend") or "none"
+                                                                      for c in group if c.get("ladder")).most_common())
 display(Markdown(
     f"**Summary.** Of {len(judged)} claims judged against the literature (profile `{setup['profile']}`), "
     f"{tally['reproduced']} reproduced, {tally['contradicted']} contradicted, {tally['no meaningful effect']} showed "
@@ -72,7 +76,9 @@ display(Markdown(
     f"here (an arm that did not train, a published effect inside the margin, or a design that differs from the "
     f"paper's) and {tally['not tested']} are not tested. Of {len(printed)} printed examples and analytic checks: "
     f"{count(printed)}. {sum(bool(c.get('amended')) for c in claims)} claims carry an amendment (a rule changed "
-    "after results were first seen; the previous verdict is shown beside the new one)."))
+    "after results were first seen; the previous verdict is shown beside the new one). "
+    + (f"{len([c for c in claims if c.get('ladder')])} claims are judged along the scale ladder, their verdict at the "
+       f"top rung; trends: {count_trends(claims)}." if any(c.get('ladder') for c in claims) else "")))
 show("Forest plot: one row per paired contrast, its effect and 95% interval in units of its margin, coloured by verdict",
      "Every contrast: the effect in the claimed direction (dot) and its 95% interval (line), divided by the claim's "
      "margin, so the grey band from -1 to 1 is 'no meaningful effect'. Crosses: the published effect where the "
@@ -80,8 +86,8 @@ show("Forest plot: one row per paired contrast, its effect and 95% interval in u
 toc = "".join(f"<li><a href='#sec-{name}'>{title}</a></li>" for name, title in [
     ("claims", "All claims"), ("ntxent-example", "NumPy NT-Xent example"), ("tiny-simclr", "Tiny SimCLR"),
     ("toy2d", "2-D circle"), ("analytic", "Analytic statements"), ("simclr-temperature", "SimCLR"),
-    ("simclr-batch", "Batch size"), ("projection-head", "Projection head"), ("rotation", "Rotation"),
-    ("moco", "MoCo"), ("supcon", "SupCon"), ("digits", "Digits"), ("untested", "Untested claims"),
+    ("simclr-batch", "Batch size"), ("projection-head", "Projection head"), ("rotation", "Augmentation"),
+    ("moco", "MoCo"), ("supcon", "SupCon"), ("ladder", "Scale ladder"), ("digits", "Digits"), ("untested", "Untested claims"),
     ("setup", "Setup and deviations"), ("provenance", "Provenance"), ("references", "References")])
 display(HTML(f"<nav><b>Contents</b><ul>{toc}</ul></nav><h2 id='sec-claims'>All claims</h2>"))
 display(HTML(report.verdict_legend(VERDICT_RULES + [
@@ -187,30 +193,40 @@ display(Markdown("The InfoNCE bound on correlated Gaussians with the optimal cri
 display(HTML(mi.to_html(index=False, float_format=lambda v: f"{v:.4f}")))
 
 # %%
+METRICS = ("linear", "knn", "wknn", "tolerance", "tolerance_centred", "alignment", "uniformity", "rotation",
+           "rotation_mlp")
+
+
 def pretrain_runs():
     """Every pretraining run as a row: condition, seed, status, settings (training record) and
-    headline metrics at the end of training (evaluation record)."""
-    rows = []
+    headline metrics at the study's budget (evaluation record: `eval`), with the training loss just
+    before it; and every rung of every run as a row of a second table (step 0 is the control)."""
+    rows, rungs = [], []
     for path in sorted(Path("results/pretrain").glob("*/*/seed_*.json")):
         r = load(path)
         evaluated = Path("results/evaluate", *path.parts[2:])
         evaluation = load(evaluated) if evaluated.exists() else {}     # a study trained but not yet evaluated
         e = evaluation.get("eval")
+        budget = str(r["config"]["steps"])
         row = {"condition": r["condition"], "seed": r["seed"], "status": r["status"], "reason": r["reason"],
-               "study": path.parts[2], "loss_curve": r["loss_curve"],
+               "study": path.parts[2], "loss_curve": r["loss_curve"], "cpu": r.get("cpu"),
                "control_h_linear": (evaluation.get("control") or {}).get("h", {}).get("linear"),
-               "loss": r["loss"], "steps_done": r["steps_done"], "horizon_over_steps": r.get("horizon_over_steps"),
+               "loss": (r.get("rung_loss") or {}).get(budget), "steps_done": r["steps_done"],
+               "horizon_over_steps": r.get("horizon_over_steps"),
                **{k: r["config"][k] for k in ("dataset", "method", "tau", "head", "batch", "steps", "lr", "momentum")}}
         if e:
             for feature in ("h", "z"):
-                for metric in ("linear", "knn", "wknn", "tolerance", "alignment", "uniformity", "rotation"):
-                    row[f"{feature}_{metric}"] = e[feature][metric]
+                row.update({f"{feature}_{metric}": e[feature][metric] for metric in METRICS})
             row["contrastive_top1"] = e["contrastive_top1"]
         rows.append(row)
-    return pd.DataFrame(rows)
+        for step, metrics in (evaluation.get("at") or {}).items():
+            rungs.append({"condition": r["condition"], "seed": r["seed"], "step": int(step),
+                          "h_linear": metrics["h"]["linear"], "loss": (r.get("rung_loss") or {}).get(step),
+                          "momentum": r["config"]["momentum"]})
+    return pd.DataFrame(rows), pd.DataFrame(rungs)
 
 
-runs = pretrain_runs()
+runs, rung_runs = pretrain_runs()
 ok = runs[runs.status == "ok"]
 
 
@@ -221,7 +237,7 @@ def label(name):
     return conditions[name]["label"]
 
 
-def study_plot(names, y="h_linear", title="", ylabel="linear probe on h", ax=None):
+def study_plot(names, y="h_linear", title="", ylabel="linear-probe accuracy on h", ax=None):
     """Every seed a dot, the mean and 95% interval a bar, one column per condition."""
     data = ok[ok.condition.isin(names)].copy()
     if data.empty:
@@ -235,13 +251,14 @@ def study_plot(names, y="h_linear", title="", ylabel="linear probe on h", ax=Non
         ax.axhline(data.control_h_linear.mean(), color="#b00", lw=1, ls="--", label="untrained control")
         ax.legend(fontsize=7, loc="lower right")
     ax.set_xlabel(""), ax.set_ylabel(ylabel), ax.set_title(title, fontsize=10)
-    ax.tick_params(axis="x", labelrotation=20)
+    ax.tick_params(axis="x", labelrotation=30 if len(order) > 4 else 0, labelsize=8)
+    plt.setp(ax.get_xticklabels(), ha="right" if len(order) > 4 else "center", rotation_mode="anchor")
     return ax
 
 
-def loss_curves(study):
-    """Mean training loss against step for every condition of a study (finished runs)."""
-    data = ok[ok.study == study]
+def loss_curves(names, title):
+    """Mean training loss against step for each condition of `names` (finished runs)."""
+    data = ok[ok.condition.isin(names)]
     if data.empty:
         return
     fig, ax = plt.subplots(figsize=(8, 3.2))
@@ -250,9 +267,10 @@ def loss_curves(study):
         mean = np.mean([[v for _, v in curve] for curve in group.loss_curve if len(curve) == len(steps)], axis=0)
         ax.plot(steps, mean, lw=1, label=label(name))
     ax.set_xlabel("training step"), ax.set_ylabel("training loss (mean over seeds)")
+    ax.set_xscale("symlog", linthresh=300)
     ax.legend(fontsize=6, ncol=2, loc="upper right")
-    show(f"Training loss curves of the {study} study", f"Training loss against step, mean over seeds, for every "
-         f"condition of the {study} study (losses of different objectives are not comparable with each other).", fig)
+    show(f"Training loss curves: {title}", f"Training loss against step (linear to 300 steps, logarithmic beyond), "
+         f"mean over seeds: {title}. Losses of different objectives are not comparable with each other.", fig)
 
 
 def failed(names):
@@ -263,121 +281,221 @@ def failed(names):
             for r in bad.itertuples())))
 
 
-taus = ["simclr_tau005", "simclr_tau01", "simclr", "simclr_tau05", "simclr_tau1"]
+taus = ["simclr_tau001", "simclr_tau005", "simclr_tau01", "simclr", "simclr_tau05", "simclr_tau1"]
 section("simclr-temperature", "SimCLR: temperature, normalisation, losses [E, SimCLR Tables 2 and 5]")
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.3))
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
 study_plot(taus, title="linear probe on h by tau", ax=axes[0])
 study_plot(taus, y="z_uniformity", title="uniformity of z (lower: more uniform)",
-           ylabel="uniformity", ax=axes[1])
-study_plot(taus, y="z_tolerance", title="tolerance of z (same-class similarity)",
-           ylabel="tolerance", ax=axes[2])
-plt.tight_layout(), show('SimCLR by temperature: linear probe, uniformity and tolerance per seed',
-     'By temperature: linear probe on h (left), uniformity of z (middle, lower is more uniform), raw tolerance of z (right); every seed a dot, mean and 95% t-interval a bar.')
-others = ["simclr_tau01", "simclr_tau01_nonorm", "simclr", "simclr_logistic", "simclr_triplet", "align_uniform"]
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.3))
-study_plot(others, title="linear probe on h", ax=axes[0])
-study_plot(["simclr_tau01", "simclr_tau01_nonorm"], y="contrastive_top1",
-           title="contrastive top-1 accuracy (the pretext task)", ylabel="top-1", ax=axes[1])
-plt.tight_layout(), show('SimCLR losses and normalisation: linear probe and contrastive top-1 per seed',
-     'Losses and normalisation: linear probe on h (left) and contrastive top-1 accuracy of the pretext task (right), every seed a dot.')
-failed(taus + others)
-loss_curves("simclr")
+           ylabel="uniformity loss of z", ax=axes[1])
+study_plot(taus, y="z_tolerance_centred", title="centred tolerance of z",
+           ylabel="same-class minus other-class similarity", ax=axes[2])
+plt.tight_layout(), show('SimCLR by temperature: linear probe, uniformity and centred tolerance per seed',
+     'By temperature, at 300 steps: linear probe on h (left), uniformity of z (middle, lower is more uniform), '
+     'centred tolerance of z (right: same-class minus different-class mean cosine similarity); every seed a dot, '
+     'mean and 95% t-interval a bar; dashed: the untrained control.')
+losses = ["simclr", "simclr_logistic", "simclr_logistic_tau05", "simclr_logistic_tau1", "simclr_triplet_m02",
+          "simclr_triplet", "simclr_triplet_m1", "simclr_triplet_hardest", "align_uniform"]
+study_plot(losses, title="NT-Xent against NT-Logistic and the margin triplet at three settings each, and alignment + uniformity")
+show('SimCLR losses: linear probe per seed for NT-Xent and the alternatives at each setting',
+     'Losses at 300 steps: linear probe on h for NT-Xent (tau 0.2), NT-Logistic at three temperatures, the margin '
+     'triplet at three margins (semi-hard negatives in FaceNet\'s band) and on the hardest negative, and alignment + '
+     'uniformity; dashed: the untrained control.')
+nonorm = ["simclr_tau01", "simclr_nonorm_tau10", "simclr_nonorm_tau100"]
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.3))
+study_plot(nonorm, title="linear probe on h", ax=axes[0])
+study_plot(nonorm, y="contrastive_top1", title="the pretext task: contrastive top-1 (1,023 candidates)",
+           ylabel="contrastive top-1 accuracy", ax=axes[1])
+plt.tight_layout(), show('Normalisation: linear probe and contrastive top-1 with and without l2 normalisation',
+     'With l2 normalisation (tau 0.1) and without it (tau 10 and 100), at 300 steps: linear probe on h (left) and '
+     'how often the pretext task is solved (right); every seed a dot.')
+failed(taus + losses + nonorm)
+loss_curves(taus + nonorm, "SimCLR by temperature, with and without normalisation")
 plane = ok[ok.dataset == "shapes"].dropna(subset=["z_alignment"])
 if len(plane):
     fig, ax = plt.subplots(figsize=(6.5, 4))
     points = ax.scatter(plane.z_uniformity, plane.z_alignment, c=plane.h_linear, cmap="viridis", s=14)
-    fig.colorbar(points, ax=ax, label="linear probe on h (accuracy)")
-    ax.set_xlabel("uniformity of z (lower: more uniform)"), ax.set_ylabel("alignment of z (lower: closer views)")
+    fig.colorbar(points, ax=ax, label="linear-probe accuracy on h")
+    ax.set_xlabel("uniformity loss of z (lower: more uniform)"), ax.set_ylabel("alignment loss of z (lower: closer views)")
     show("Alignment against uniformity of z for every finished run on shapes, coloured by linear-probe accuracy",
          f"The alignment-uniformity plane (Wang & Isola): each of {len(plane)} finished runs on shapes, every method "
-         "and setting, at the end of training; colour is the linear probe on h. The rank correlations are the claims "
+         "and setting, at its budget; colour is the linear probe on h. The rank correlations are the claims "
          "low-uniformity-performs-best and low-alignment-performs-best.", fig)
 
 # %%
-batch = ["simclr_b32_s100", "simclr_b128_s100", "simclr_b32_s400", "simclr_b128_s400", "siglip_b32_s400"]
+batch = ["simclr_b2_s6400", "simclr_b32_s100", "simclr_b128_s100", "simclr_b32_s400", "simclr_b128_s400",
+         "simclr_b32_s1600", "siglip_b32_s400"]
 section("simclr-batch", "Batch size, negatives and the sigmoid loss [E, N]")
-study_plot(batch, title="linear probe on h")
+study_plot(batch, title="linear probe on h by batch and training length")
 show('Batch size and steps: linear probe per seed',
-     'Batch size and training length: linear probe on h, every seed a dot, mean and 95% t-interval a bar.')
+     'Batch size and training length: linear probe on h, every seed a dot, mean and 95% t-interval a bar; '
+     'b128 x 100 steps, b32 x 400 and b2 x 6,400 see the same 12,800 images, as do b128 x 400 and b32 x 1,600.')
 failed(batch)
-loss_curves("batch")
+scalars = runs[runs.condition == "siglip_b32_s400"]
+if len(scalars):
+    learned = pd.DataFrame([load(p)["learned_scalars"] for p in Path("results/pretrain").glob("*/siglip_b32_s400/seed_*.json")])
+    display(Markdown(f"The sigmoid loss's learned temperature t = exp(log t) ended at {np.exp(learned['criterion.log_t']).mean():.2f} "
+                     f"(start 10) and its bias b at {learned['criterion.b'].mean():.2f} (start {-math.log(31):.2f} = -log 31), "
+                     f"means over {len(learned)} seeds."))
+loss_curves(batch, "batch size and training length")
 
 # %%
 heads = ["simclr_head_none", "simclr_head_linear", "simclr"]
 section("projection-head", "Projection head: h against z [E, SimCLR]")
+FEATURE = {"h_linear": "h (before the head)", "z_linear": "z = g(h)", "h_rotation_mlp": "h (before the head)",
+           "z_rotation_mlp": "z = g(h)"}
 data = ok[ok.condition.isin(heads)].melt(id_vars=["condition", "seed"], value_vars=["h_linear", "z_linear"],
                                           var_name="feature", value_name="accuracy")
 data["head"] = data.condition.map(label)
+data["feature"] = data.feature.map(FEATURE)
 if len(data):
     fig, ax = plt.subplots(figsize=(6, 3.3))
     report.seed_plot(ax, data, x="head", y="accuracy", hue="feature", order=[label(h) for h in heads])
-    ax.set_title("linear probe on h and on z = g(h)", fontsize=10)
+    ax.set_xlabel(""), ax.set_ylabel("linear-probe accuracy")
+    ax.set_title("linear probe on h and on z = g(h), 300 steps", fontsize=10)
     show('Projection head: linear probe on h and z per seed',
-     'Linear probe on h and on z = g(h) for no head, a linear head and an MLP head.')
+     'Linear probe on h and on z = g(h) for no head, a linear head and an MLP head, at 300 steps.')
 
 # %%
-section("rotation", "Rotation predictability [E, SimCLR Table 3]")
-data = ok[ok.condition.isin(["simclr_rotate", "simclr"])].melt(
-    id_vars=["condition", "seed"], value_vars=["h_rotation", "z_rotation"], var_name="feature", value_name="accuracy")
+section("rotation", "Augmentation: rotation and colour [E, SimCLR Table 3]")
+published = {c["id"]: c["published"] for c in claims}
+data = ok[ok.condition.isin(["simclr_rotate_wide_z", "simclr"])].melt(
+    id_vars=["condition", "seed"], value_vars=["h_rotation_mlp", "z_rotation_mlp"], var_name="feature",
+    value_name="accuracy")
 if len(data):
     data["pretraining"] = data.condition.map(label)
-    fig, ax = plt.subplots(figsize=(6, 3.3))
+    data["feature"] = data.feature.map(FEATURE)
+    fig, ax = plt.subplots(figsize=(6.5, 3.3))
     report.seed_plot(ax, data, x="pretraining", y="accuracy", hue="feature")
     ax.axhline(0.25, color="grey", lw=0.8, ls=":")
-    ax.set_title("4-way rotation probe on frozen features (dotted: chance)", fontsize=10)
+    ax.axhline(published["rotation-at-chance-from-z"], color="#b00", lw=0.9, ls="-.", label="published, from z")
+    ax.set_xlabel(""), ax.set_ylabel("4-way rotation accuracy (MLP probe)")
+    ax.legend(fontsize=7)
+    ax.set_title("rotation probe on frozen features (dotted: chance)", fontsize=10)
     show('Rotation probe on h and z with and without rotation augmentation',
-     'Four-way rotation probe (linear) on frozen h and z; dotted line: chance (25%).')
+         'Four-way rotation probe (an MLP classifier) on frozen h and z of the rotation arm (z as wide as h) and of '
+         'the default arm; dotted line: chance (25%); dash-dot: the published figure from g(h) (25.6%).')
+study_plot(["simclr", "simclr_no_colour"], title="with and without colour jitter and grayscale")
+show('Colour augmentation: linear probe per seed with and without colour jitter',
+     'SimCLR at 300 steps with and without colour jitter and grayscale: linear probe on h, every seed a dot.')
 
 # %%
-section("moco", "MoCo: momentum and training length, memory bank, MoCo v2, shuffle BN [E, MoCo]")
-moco = runs[runs.condition.str.match(r"moco_m\d+_s\d+")].copy()
+section("moco", "MoCo: momentum along the ladder, memory bank, MoCo v2, shuffle BN [E, MoCo]")
+momenta = ["moco_m0", "moco_m05", "moco_m09", "moco_m099", "moco_m0999"]
+moco = rung_runs[rung_runs.condition.isin(momenta)]
 if len(moco):
-    summary = (moco.groupby(["steps", "momentum"])
-               .agg(runs=("seed", "size"), failed=("status", lambda s: int((s != "ok").sum())),
-                    horizon_over_steps=("horizon_over_steps", "first"), linear_mean=("h_linear", "mean"),
-                    linear_min=("h_linear", "min"), linear_max=("h_linear", "max"), final_loss=("loss", "mean"))
-               .reset_index())
-    display(Markdown("The key encoder averages the query encoder over about 1/(1 - m) steps. Where that "
-                     "horizon is a large share of the training (ratio near or above 1), the key encoder has "
-                     "barely moved from its initialisation; the 1,200-step runs put m = 0.999 within its "
-                     "horizon. Accuracies are over finished runs only."))
-    display(HTML(summary.to_html(index=False, float_format=lambda v: f"{v:.3f}")))
-    fig, ax = plt.subplots(figsize=(7, 3.3))
-    finished = moco[moco.status == "ok"].copy()
-    finished["m"] = finished.momentum.map(lambda m: f"{m:g}")
-    finished["training"] = finished.steps.map(lambda n: f"{n} steps")
-    order = [f"{m:g}" for m in sorted(moco.momentum.unique())]
-    report.seed_plot(ax, finished, x="m", y="h_linear", hue="training", order=order)
-    ax.set_xlabel("momentum m"), ax.set_ylabel("linear probe on h")
-    show('MoCo: linear probe by momentum and training length',
-     "MoCo's momentum m at 300 and 1,200 steps: linear probe on h per seed.")
-    failed(list(moco.condition.unique()))
-mocos = ["moco_m099_s300", "memory_bank", "moco_bn4", "moco_bn4_shuffle", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle",
-         "mocov2", "simclr"]
-bn = ["moco_bn4", "moco_bn4_shuffle", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle"]
-fig, axes = plt.subplots(1, 2, figsize=(13, 3.6))
-study_plot(mocos, title="linear probe on h", ax=axes[0])
-study_plot(bn, y="loss", title="final training loss", ylabel="InfoNCE", ax=axes[1])
-plt.tight_layout(), show('MoCo variants: linear probe and final training loss per seed',
-     "MoCo variants beside SimCLR: linear probe on h (left) and the BN groups' final InfoNCE loss (right).")
+    display(Markdown("The key encoder averages the query encoder over about 1/(1 - m) steps (1,000 steps at "
+                     "m = 0.999). Each momentum is one run per seed, evaluated at every rung; step 0 is the "
+                     "untrained control. Failed runs are listed below, never averaged."))
+    summary = (moco.groupby(["momentum", "step"]).h_linear.agg(["size", "mean", "min", "max"]).reset_index()
+               .rename(columns={"size": "runs", "mean": "linear probe, mean"}))
+    display(HTML(summary.pivot(index="momentum", columns="step", values="linear probe, mean")
+                 .to_html(float_format=lambda v: f"{v:.3f}")))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for i, (m, group) in enumerate(moco[moco.step > 0].groupby("momentum")):
+        means = group.groupby("step").h_linear.agg(["mean", lambda v: tuple(t_interval(v))])
+        lo, hi = zip(*means.iloc[:, 1])
+        ax.plot(means.index, means["mean"], "o-", color=f"C{i}", label=f"m = {m:g}")
+        ax.fill_between(means.index, lo, hi, color=f"C{i}", alpha=0.15)
+    ax.axhline(moco[moco.step == 0].h_linear.mean(), color="#b00", ls="--", lw=1, label="untrained control")
+    ax.set_xscale("log"), ax.set_xlabel("training steps (log scale)"), ax.set_ylabel("linear-probe accuracy on h")
+    ax.legend(fontsize=7)
+    show("MoCo: linear probe against training steps for each momentum",
+         "MoCo v1 (batch 64, per-device BN with shuffled keys): linear probe on h at each rung, mean and 95% "
+         "t-interval over seeds, for each momentum m; dashed: the untrained control.", fig)
+    failed(momenta)
+mocos = ["moco_m099", "memory_bank", "moco_bn4", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle", "mocov2",
+         "mocov2_tau007", "mocov2_tau05", "simclr"]
+bn = ["moco_bn4", "moco_m099", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle"]
+fig, axes = plt.subplots(1, 2, figsize=(13, 4))
+study_plot(mocos, title="linear probe on h, 300 steps", ax=axes[0])
+study_plot(bn, y="loss", title="training InfoNCE at 300 steps (mean of the last 10 steps)",
+           ylabel="InfoNCE loss (nats)", ax=axes[1])
+plt.tight_layout(), show('MoCo variants: linear probe and training loss per seed',
+     "MoCo variants beside SimCLR at 300 steps: linear probe on h (left) and the InfoNCE loss of the BN-group "
+     "arms with and without shuffled keys (right).")
 failed(mocos)
-loss_curves("moco")
+loss_curves(momenta + ["moco_bn4", "memory_bank", "mocov2"], "MoCo")
 
 # %%
 section("supcon", "Supervised contrastive, cross-entropy, instance discrimination [E]")
 sup = ["memory_bank", "simclr", "supcon_in", "supcon_out", "supervised"]
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.3))
-study_plot(sup, title="linear probe on h", ax=axes[0])
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+study_plot(sup, title="linear probe on h, 300 steps", ax=axes[0])
 sweep = ok[ok.condition.str.match(r"(supcon_out|supervised)(_lr\d+)?$")].copy()
 if len(sweep):
     sweep["objective"] = sweep.method.map({"supcon": "SupCon L_out", "supervised": "cross-entropy"})
     sweep["learning rate"] = sweep.lr.map(lambda v: f"{v:g}")
     order = [f"{v:g}" for v in sorted(sweep.lr.unique())]
     report.seed_plot(axes[1], sweep, x="learning rate", y="h_linear", hue="objective", order=order)
-    axes[1].set_title("learning-rate sweep", fontsize=10), axes[1].set_xlabel("learning rate")
+    axes[1].set_title("learning-rate sweep, 300 steps", fontsize=10), axes[1].set_xlabel("Adam learning rate")
+    axes[1].set_ylabel("linear-probe accuracy on h")
 plt.tight_layout(), show('SupCon and cross-entropy: linear probe and learning-rate sweep',
      'Supervised contrastive, cross-entropy and instance discrimination (left); the learning-rate sweep (right).')
-loss_curves("supcon")
+loss_curves(["supcon_out", "supcon_in", "supervised"], "SupCon and cross-entropy")
+
+# %%
+section("ladder", "The scale ladder: each regime-sensitive claim at 300, 1,200, 2,400 (and 4,800) steps")
+ladder_claims = [c for c in claims if c.get("ladder")]
+display(Markdown(
+    "A ladder arm trains on past the study's budget at a constant learning rate, with a checkpoint at every rung; "
+    "its 300-step checkpoint is the 300-step run, bit for bit. A ladder claim's verdict is its top rung's. Its "
+    "trend is the slope of the paired effect against log10(steps), fitted per seed, with a 95% interval, labelled "
+    "by the rules below (m: the claim's margin per decade of steps). A contradiction at the top rung is trusted "
+    "only when both arms beat their untrained control, both have levelled off (each moved by less than half "
+    "the margin between the last two rungs) and the effect is not growing toward the claim."))
+display(HTML(report.verdict_legend(TREND_RULES).replace("<th>verdict</th>", "<th>trend</th>")))
+rows = []
+for c in ladder_claims:
+    main = c.get("contrast") or {}
+    trend = main.get("trend") or {}
+    scale, unit = c.get("effect_scale", 1.0), c.get("effect_unit", "")
+    row = {"claim": f"<a href='#claim-{c['id']}'>{c['id']}</a>"}
+    row.update({f"{r['step']:,} steps": r["verdict"] for r in c["ladder"]})
+    row["trend"] = trend.get("label", "-")
+    if trend:
+        lo, hi = (scale * v for v in trend["slope_ci95"])
+        row["slope per decade"] = f"{scale * trend['slope_per_decade']:+.3g}{unit} [{lo:+.3g}, {hi:+.3g}]"
+    row["at the top rung"] = ("may be a scale artefact: " + main["scale_artefact"]) if main.get("scale_artefact") else (
+        "contradiction levelled off" if c["verdict"] == "contradicted" else "")
+    rows.append(row)
+if rows:
+    rung_columns = [f"{step:,} steps" for step in sorted({r["step"] for c in ladder_claims for r in c["ladder"]})]
+    columns = ["claim", *rung_columns, "trend", "slope per decade", "at the top rung"]
+    display(HTML(pd.DataFrame(rows).reindex(columns=columns).fillna("-").to_html(index=False, escape=False)))
+
+KEY_WORDS = {"h.linear": "linear-probe accuracy on h", "h.knn": "5-NN accuracy on h", "z.uniformity": "uniformity loss of z",
+             "z.tolerance_centred": "centred tolerance of z", "h.tolerance_centred": "centred tolerance of h",
+             "contrastive_top1": "contrastive top-1 accuracy", "z.linear": "linear-probe accuracy on z"}
+
+
+def ladder_controls(claim):
+    """Each arm's untrained control (step 0) on the arm's own figure, mean over seeds (None where the
+    figure is not an evaluation at a rung), and the figure in words."""
+    out, words = {}, None
+    for name, arm in claim["ladder"][-1]["arms"].items():
+        key, condition = arm.get("key") or "", next(iter(arm.get("control") or {}), None)
+        figure = key.split(".", 2)[2] if key.startswith("at.") else None
+        words = KEY_WORDS.get(figure, figure) if words in (None, KEY_WORDS.get(figure, figure)) else "each arm's figure"
+        if figure is None or condition is None:
+            continue
+        values = []
+        for path in Path("results/evaluate").glob(f"*/{condition}/seed_*.json"):
+            value = load(path)["at"]["0"]
+            for part in figure.split("."):
+                value = value[part]
+            values.append(value)
+        out[name] = float(np.mean(values)) if values else None
+    return out, words
+
+
+for c in ladder_claims:
+    controls, words = ladder_controls(c)
+    fig = report.ladder_figure({**c, "metric_label": words}, controls)
+    show(f"Scale ladder of {c['id']}: arms and effect against training steps",
+         f"{c['id']}: left, each arm's mean and 95% interval at every rung (log axis), dashed lines its untrained "
+         f"control; right, the paired effect in the claimed direction with its 95% interval, the grey band inside "
+         f"the margin{', the dotted line the published effect' if c.get('published_effect_value') is not None else ''}. "
+         f"Headline verdict (top rung): {c['verdict']}; trend: {c.get('trend') or 'none'}.", fig)
 
 # %%
 section("digits", "On real handwritten digits [E, SimCLR]")
@@ -385,9 +503,9 @@ dig = ["digits_tau005", "digits_tau01", "digits_tau02", "digits_tau05", "digits_
        "digits_head_linear"]
 study_plot(dig, title="digits: linear probe on h (MLP head unless stated)")
 show('Digits: linear probe per condition',
-     'Handwritten digits: linear probe on h by temperature and head.')
+     'Handwritten digits: linear probe on h by temperature and head, 300 steps; dashed: the untrained control.')
 failed(dig)
-loss_curves("digits")
+loss_curves(dig, "digits")
 
 # %% [markdown]
 # ## CIFAR-10 (the `cifar10` profile)
@@ -417,20 +535,37 @@ section("untested", "Claims this study does not test")
 
 # %% [markdown]
 # <h2 id='sec-setup'>Setup and deviations from the papers</h2>
-#
-# | | here | the papers |
-# |---|---|---|
-# | data | `shapes`: ten synthetic 32x32 glyph classes under clutter, texture and noise, 5,000 unlabelled training images (chance 10%); scikit-learn's 1,797 handwritten digits | ImageNet (1.28 M images, 1,000 classes), CIFAR-10 |
-# | encoder | a three-layer CNN, 64-D h; heads 64 -> 64 -> 32 (MLP) or linear | ResNet-50 (2,048-D h), 128-D z |
-# | budget | 300 Adam steps of 128 images (MoCo 64), constant learning rate, one CPU thread per run | hundreds of epochs, LARS or SGD, cosine schedules, many GPUs |
-# | probes | linear probe on standardised features (2,000 labelled, 2,000 test images), 5-NN, weighted 200-NN, rotation probes (linear and MLP) | linear probe on ImageNet, transfer tasks |
-# | MoCo | one BN group without shuffling in the default arms (scheduled to change); queue 1,024 | shuffled BN across 8 GPUs; queue 65,536 |
-# | SimCLR losses | margin triplet without FaceNet's band; NT-Logistic at tau 0.2 (scheduled to change) | semi-hard band; tuned temperatures |
-# | no normalisation | tau 0.1 (scheduled: 10 and 100) | tau 10 and 100 |
-# | SigLIP | two image views, batch 32, t and b learned at the encoder's rate | image-text pairs, batches of thousands |
-#
-# Claims whose outcome the design may decide are marked `not testable here` with the reason; the
-# next full rerun brings the faithful arms.
+# What this study ran, read from the resolved configuration the pipeline used, beside what the papers did.
+
+# %%
+data_cfg = load("resolved/data.json")
+eval_cfg = load("resolved/evaluate.json")["evaluate"]
+default = load("resolved/pretrain/simclr_mocov2.json")["conditions"]["simclr"]
+moco_cfg = load("resolved/pretrain/moco_high.json")["conditions"]["moco_m099"]
+tops = sorted({c["rungs"][-1] for c in conditions.values() if len(c["rungs"]) > 2})
+shapes = data_cfg["shapes"]
+setup_rows = [
+    ("data", f"`shapes`: ten synthetic {data_cfg['image_size']}x{data_cfg['image_size']} glyph classes under clutter, "
+             f"texture and noise, {shapes['n_train']:,} unlabelled training images (chance 10%); scikit-learn's "
+             "handwritten digits", "ImageNet (1.28 M images, 1,000 classes), CIFAR-10"),
+    ("encoder", f"{default['encoder']}: a three-layer CNN, 64-D h; MLP head 64 -> 64 -> {default['proj_dim']} "
+                "(or linear, or none)", "ResNet-50 (2,048-D h), 128-D z"),
+    ("budget", f"{default['steps']} Adam steps of {default['batch']} images (MoCo v1: {moco_cfg['batch']}), learning "
+               f"rate {default['lr']:g}, {default['schedule']} schedule, {setup['threads']} CPU thread per run; ladder "
+               f"arms on to {', '.join(f'{t:,}' for t in tops)} steps; {len(conditions)} conditions x "
+               f"{len(json.loads(Path('resolved/conditions.json').read_text())['seeds'])} seeds",
+     "hundreds of epochs, LARS or SGD, cosine schedules, many GPUs"),
+    ("probes", f"linear probe on standardised features ({eval_cfg['n_labelled']:,} labelled, {eval_cfg['n_test']:,} "
+               f"test images, {eval_cfg['probe_steps']} steps), {eval_cfg['knn_k']}-NN, weighted {eval_cfg['wknn_k']}-NN, "
+               "rotation probes (linear and MLP)", "linear probe on ImageNet, transfer tasks"),
+    ("MoCo", f"queue {moco_cfg['queue']:,}, {moco_cfg['bn_groups']} BN groups with shuffled keys (one process), "
+             "cheating arms without shuffling", f"queue 65,536, shuffled BN across 8 GPUs"),
+    ("SimCLR losses", "semi-hard negatives (FaceNet's band for the triplet); NT-Logistic at tau 0.2, 0.5, 1.0; "
+                      "triplet margin 0.2, 0.5, 1.0; the best of each judged", "semi-hard mining; tuned settings"),
+    ("SigLIP", "two image views, batch 32; t starts at 10, b at -log(N - 1); both learned",
+     "image-text pairs, batches of thousands; b starts at -10"),
+]
+display(HTML(pd.DataFrame(setup_rows, columns=["", "here", "the papers"]).to_html(index=False)))
 
 # %% [markdown]
 # <h2 id='sec-provenance'>Provenance</h2>
@@ -445,7 +580,7 @@ for study in sorted(p.name for p in Path("results/pretrain").iterdir() if p.is_d
 timing = Path("reports/repro_timing.json")
 if timing.exists():
     t = load(timing)
-    wall[f"last full `make repro` ({t['date']}, {len(t['stages_run'])} stages, s)"] = t["seconds"]
+    wall[f"last full `make repro` ({t['date']}, {len(t['stages_run'])} stages, {t['cpu']}, s)"] = t["seconds"]
 import datetime
 commit, dirty = report.git_commit(), report.git_dirty()
 if dirty:
@@ -455,9 +590,19 @@ prov = {"git commit at render": commit + (" (uncommitted changes)" if dirty else
         "rendered": datetime.date.today().isoformat(),
         "resolved configuration sha256": setup["config_sha256"],
         "profile": setup["profile"], "torch threads per run": setup["threads"], "parallel workers": setup["workers"],
-        "CPU": report.cpu_model(), **report.versions(),
+        "CPU of this render": cpu_model(), **report.versions(),
         **{k: f"{v:.1f}" for k, v in wall.items()}}
 display(HTML(pd.Series(prov, name="value").to_frame().to_html()))
+stage_times = Path("reports/stage_times.json")
+cpus = runs.groupby("study").cpu.agg(lambda v: ", ".join(sorted(set(map(str, v)))))
+if stage_times.exists():
+    st = pd.DataFrame(load(stage_times)).T
+    display(Markdown(f"**Stages of the last forced run, one by one** (`make repro-stage`; a long run done across "
+                     f"sessions names the CPU of each stage). Sum: {st.seconds.sum() / 60:.1f} minutes, of which "
+                     f"{st.seconds_in_dvc.sum() / 60:.1f} in DVC itself."))
+    display(HTML(st.to_html(float_format=lambda v: f"{v:.1f}")))
+display(Markdown("**CPU that trained each study** (from its training records): " +
+                 "; ".join(f"{study}: {cpu}" for study, cpu in cpus.items())))
 
 # %% [markdown]
 # ### Which figures are bit-reproducible

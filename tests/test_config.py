@@ -56,7 +56,7 @@ def test_arms_without_normalisation_run_at_simclr_temperatures():
 
 def test_ladder_rungs_scale_with_the_profile_and_need_a_constant_schedule():
     smoke = parse_params(with_change("profile", "smoke")).pretrain.run_config("simclr")
-    assert smoke.rungs == [0, 9, 36, 72]
+    assert smoke.rungs == [0, 3, 12, 24] and smoke.batch == 32
     cifar = parse_params(with_change("profile", "cifar10")).pretrain.run_config("simclr")
     assert cifar.ladder == []
     raw = with_change("pretrain.studies", {"s": {"x": {"ladder": [1200], "schedule": "cosine"}}})
@@ -136,7 +136,7 @@ def test_resolve_applies_the_active_profile_only():
     from replication.config import resolve
     default, smoke = resolve(parse_params(GOOD)), resolve(parse_params(with_change("profile", "smoke")))
     assert default["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 300
-    assert smoke["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 9
+    assert smoke["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 3
     edited = with_change("profiles.smoke.pretrain.seeds", [7])         # a profile that is not active
     assert resolve(parse_params(edited)) == default
     assert "label" not in default["pretrain/temperature.json"]["conditions"]["simclr_tau005"]

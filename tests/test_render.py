@@ -72,4 +72,38 @@ def test_effects_are_shown_in_the_claims_units():
 def test_a_claim_without_a_measurement_still_gets_a_row():
     untested = {"id": "gone", "kind": "paired", "statement": "s", "published": "p", "verdict": "not tested",
                 "arms": {}, "contrast": None}
-    assert "| `gone` | s | p | – | **not tested** |" in render.claims_markdown([untested])
+    assert "| `gone` | s | p | – | **not tested** |  |" in render.claims_markdown([untested])
+
+
+def test_every_amendment_shows_the_verdict_it_replaced():
+    c = {**claim("one", "reproduced", 0.06), "amended": [
+        {"date": "2026-11-29", "what": "w1", "why": "y1", "previous_verdict": "contradicted"},
+        {"date": "2026-11-30", "what": "w2", "why": "y2", "previous_verdict": "not testable here"}]}
+    cell = render.verdict_cell(c)
+    assert "amended 2026-11-30 (2 times); before: contradicted &rarr; not testable here" in cell
+    single = {**c, "amended": c["amended"][0]}
+    assert "amended 2026-11-29; before: contradicted" in render.verdict_cell(single)
+
+
+def test_the_ladder_figure_draws_each_rungs_means_and_intervals():
+    """Left: each arm's mean at every rung and its untrained control; right: the effect (in the
+    claim's units) with the 95% interval of claims.json as its band."""
+    def rung(step, a, b, diff):
+        arm = lambda m: {"mean": m, "ci95": [m - 0.01, m + 0.01], "n": 5}
+        contrast = {"a": "a", "b": "b", "diff_mean": diff, "diff_ci95": [diff - 0.02, diff + 0.02], "margin": 0.02,
+                    "verdict": "inconclusive", "trend": {"label": "stable"}}
+        return {"step": step, "verdict": "inconclusive", "arms": {"a": arm(a), "b": arm(b)}, "contrasts": [contrast]}
+    c = {"id": "l", "verdict": "inconclusive", "effect_scale": 100, "effect_unit": " points",
+         "published_effect_value": 0.05,
+         "ladder": [rung(300, 0.5, 0.45, 0.05), rung(1200, 0.6, 0.58, 0.02), rung(2400, 0.62, 0.61, 0.01)]}
+    fig = render.ladder_figure(c, {"a": 0.3, "b": None})
+    left, right = fig.axes
+    lines = [line for line in left.lines if len(line.get_xdata()) == 3]
+    assert [list(line.get_ydata()) for line in lines] == [[0.5, 0.6, 0.62], [0.45, 0.58, 0.61]]
+    assert [line.get_ydata()[0] for line in left.lines if len(line.get_xdata()) == 2] == [0.3]   # a's control only
+    effect = next(line for line in right.lines if len(line.get_xdata()) == 3)
+    assert list(effect.get_ydata()) == pytest.approx([5, 2, 1])
+    band = right.collections[0].get_paths()[0].vertices[:, 1]
+    assert min(band) == pytest.approx(-1) and max(band) == pytest.approx(7)
+    assert left.get_xscale() == "log" and "steps" in right.get_xlabel()
+    plt.close(fig)

@@ -27,8 +27,19 @@ def figures_block():
     timing = _load("reports/repro_timing.json")
     if timing:
         stages = len(timing["stages_run"])
-        lines.append(f"- Every stage from scratch (`{timing['command']}`, {timing['profile']} profile, {stages} stages): "
-                     f"{timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured {timing['date']}.")
+        lines.append(f"- Every stage from scratch in one go (`{timing['command']}`, {timing['profile']} profile, "
+                     f"{stages} stages): {timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured {timing['date']}.")
+    by_stage = _load("reports/stage_times.json")
+    if by_stage:
+        every = _stage_names()
+        done = [name for name in every if name in by_stage]
+        cpus = ", ".join(sorted({by_stage[n]["cpu"] for n in done}))
+        minutes = sum(by_stage[n]["seconds"] for n in done) / 60
+        longest = max(done, key=lambda n: by_stage[n]["seconds"])
+        lines.append(f"- Every stage from scratch, one stage at a time (`make repro-stage`): {minutes:.1f} minutes "
+                     f"summed over {len(done)} of {len(every)} stages ({cpus}; "
+                     f"{sum(by_stage[n]['seconds_in_dvc'] for n in done) / 60:.1f} minutes of it in DVC); the "
+                     f"longest stage, {longest}, {by_stage[longest]['seconds'] / 60:.1f} minutes.")
     runs = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/pretrain/*/simclr/seed_*.json"))]
     evals = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/evaluate/*/simclr/seed_*.json"))]
     linear = [e["eval"]["h"]["linear"] for e in evals if e["status"] == "ok"]
@@ -38,7 +49,9 @@ def figures_block():
                      f"on h {100 * np.mean(linear):.1f}% (seeds: {100 * min(linear):.1f}-{100 * max(linear):.1f}%, "
                      f"n = {len(linear)}); the dataset's difficulty target is 60-90%.")
         wall = [r["wall_s"] for r in runs]
-        lines.append(f"- One such run (pretraining, one torch thread): {np.mean(wall):.0f} s.")
+        cpu = ", ".join(sorted({r.get("cpu", "CPU not recorded") for r in runs}))
+        lines.append(f"- One such run (pretraining on to its last rung, {runs[0]['config']['ladder'][-1] if runs[0]['config'].get('ladder') else runs[0]['config']['steps']} "
+                     f"steps, one torch thread): {np.mean(wall):.0f} s on {cpu}.")
     tiny = _load("results/examples/tiny_simclr.json")
     if tiny:
         by = ", ".join(f"{r['threads']} thread(s) {r['wall_s']:.0f} s" for r in tiny["by_threads"])
@@ -47,6 +60,14 @@ def figures_block():
     if summary:
         counts = ", ".join(f"{n} {v}" for v, n in summary["verdicts"].items())
         lines.append(f"- Claims judged: {summary['claims']} ({counts}).")
+    claims = _load("reports/claims.json") or []
+    ladder = [c for c in claims if c.get("ladder")]
+    if ladder:
+        trends = {}
+        for c in ladder:
+            trends[c.get("trend") or "none"] = trends.get(c.get("trend") or "none", 0) + 1
+        lines.append(f"- On the scale ladder: {len(ladder)} claims; trends: "
+                     + ", ".join(f"{n} {t}" for t, n in sorted(trends.items())) + ".")
     return "\n".join(lines) or "- No results yet: run `make repro`."
 
 
@@ -103,6 +124,21 @@ def verdicts_block():
     return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in VERDICT_RULES])
 
 
+def trends_block():
+    """The ladder's trend labels, from the one list the analysis applies (src/replication/stats.py)."""
+    from replication.stats import TREND_RULES
+    rows = ["| trend | rule (b: slope of the effect against log10(steps), [b_lo, b_hi] its 95% interval, m the margin) |",
+            "|---|---|"]
+    return "\n".join(rows + [f"| {label} | {rule} |" for label, rule in TREND_RULES])
+
+
+def _stage_names():
+    beside = Path(sys.executable).parent / "dvc"
+    out = subprocess.run([str(beside) if beside.exists() else "dvc", "stage", "list", "--name-only"],
+                         capture_output=True, text=True)
+    return out.stdout.split()
+
+
 def dag_block():
     beside = Path(sys.executable).parent / "dvc"            # the virtual environment's dvc
     out = subprocess.run([str(beside) if beside.exists() else "dvc", "dag", "--md"], capture_output=True, text=True)
@@ -111,7 +147,7 @@ def dag_block():
 
 def render(text):
     for name, block in (("figures", figures_block()), ("dag", dag_block()), ("benchmarks", benchmarks_block()),
-                        ("verdicts", verdicts_block())):
+                        ("verdicts", verdicts_block()), ("trends", trends_block())):
         text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
                       lambda m: m.group(1) + block + "\n" + m.group(2), text, flags=re.S)
     return text

@@ -337,11 +337,13 @@ def chance_loss(config):
 
 
 def _judge_failure(claim, out, notes, root, rules):
-    """A condition fails by `step` (default: its budget): every run diverges or collapses before
-    it, or the arm has not trained there (untrained-control gate) and its loss (the mean of the
-    steps just before) stays at rules['failure_loss_fraction'] of the chance loss or above."""
+    """A condition fails by its budget (or, with `at: top`, by its ladder's last rung): every run
+    diverges or collapses before it, or the arm has not trained there (untrained-control gate) and
+    its loss (the mean of the steps just before) stays at rules['failure_loss_fraction'] of the
+    chance loss or above."""
     records = _records(claim["runs"], root)
-    step = claim.get("step") or records[0]["config"]["steps"]
+    config = records[0]["config"]
+    step = (config.get("ladder") or [config["steps"]])[-1] if claim.get("at") == "top" else config["steps"]
     reached = [r for r in records if str(step) in (r.get("rung_loss") or {})]
     failures = [{"seed": r.get("seed"), "status": r["status"], "reason": r.get("reason")}
                 for r in records if r not in reached]
@@ -351,7 +353,7 @@ def _judge_failure(claim, out, notes, root, rules):
         notes.append(f"{len(failures)} of {len(records)} runs diverged or collapsed before step {step}.")
         return "reproduced"
     condition = conditions_of(claim["runs"])[0]
-    gain = control_gain(condition, rules, root, claim.get("step"))      # None: the budget's `eval`
+    gain = control_gain(condition, rules, root, step if claim.get("at") == "top" else None)   # None: `eval`
     floor = chance_loss(reached[0]["config"])
     losses = [r["rung_loss"][str(step)] for r in reached]
     out["arms"]["loss"] = {**_arm(losses), "chance_loss": floor, "step": step}
@@ -375,7 +377,8 @@ def _paired_arms(claim, out, notes, root, rules):
     for name in [a] + bs:
         spec = claim["arms"][name]
         by_seed[name] = measure_by_seed(spec, root)
-        arm = out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name])}
+        arm = out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name]),
+                                   "key": _key(spec)}
         if "best_of" in spec:
             arm["chosen"] = _patterns(spec["best_of"][_best_of(spec, root)[0]])[0]
         controls = {c: control_gain(c, rules, root, claim.get("_step")) for c in conditions_of(spec)}
@@ -723,8 +726,10 @@ def judge(claim, root=".", rules=None):
 
 
 def summary(judged):
-    """The compact headline file for `dvc metrics show`: verdict counts."""
-    counts = {}
+    """The compact headline file for `dvc metrics show`: verdict counts, and the ladder's trends."""
+    counts, trends = {}, {}
     for claim in judged:
         counts[claim["verdict"]] = counts.get(claim["verdict"], 0) + 1
-    return {"claims": len(judged), "verdicts": dict(sorted(counts.items()))}
+        if claim.get("ladder"):
+            trends[claim.get("trend") or "none"] = trends.get(claim.get("trend") or "none", 0) + 1
+    return {"claims": len(judged), "verdicts": dict(sorted(counts.items())), "ladder_trends": dict(sorted(trends.items()))}
