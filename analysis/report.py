@@ -79,6 +79,13 @@ display(Markdown(
     "after results were first seen; the previous verdict is shown beside the new one). "
     + (f"{len([c for c in claims if c.get('ladder')])} claims are judged along the scale ladder, their verdict at the "
        f"top rung; trends: {count_trends(claims)}." if any(c.get('ladder') for c in claims) else "")))
+studies = sorted({c["study"] for c in conditions.values()})
+trained = [s for s in studies if Path("results/evaluate", s).is_dir()]
+if len(trained) < len(studies):
+    display(HTML("<p style='color:#b00;font-weight:bold'>A run in progress: " + f"{len(trained)} of {len(studies)} "
+                 "pretraining studies are trained and evaluated with the current code (" + ", ".join(trained) +
+                 "); claims whose arms belong to the others say 'not tested' with the missing files. The "
+                 "remaining stages are listed by `dvc status`.</p>"))
 show("Forest plot: one row per paired contrast, its effect and 95% interval in units of its margin, coloured by verdict",
      "Every contrast: the effect in the claimed direction (dot) and its 95% interval (line), divided by the claim's "
      "margin, so the grey band from -1 to 1 is 'no meaningful effect'. Crosses: the published effect where the "

@@ -33,7 +33,14 @@ def test_every_arm_interval_recomputes():
 
 
 def contrasts_of(claims):
-    return [(c, k) for c in claims for k in c.get("contrasts", [c["contrast"]] if c.get("contrast") else [])]
+    """(claim, contrast) for every contrast judged: each claim's own and, for a ladder claim, those of
+    its lower rungs (with that rung's arms in place of the claim's; the top rung is the claim's own)."""
+    out = []
+    for c in claims:
+        out += [(c, k) for k in c.get("contrasts", [c["contrast"]] if c.get("contrast") else [])]
+        for rung in (c.get("ladder") or [])[:-1]:
+            out += [({**c, "arms": rung["arms"]}, k) for k in rung["contrasts"]]
+    return out
 
 
 def test_paired_verdicts_recompute():
@@ -86,7 +93,7 @@ def test_every_pretraining_arm_shows_its_gain_over_the_untrained_control():
                 assert len(gain["ci95"]) == 2 and gain["trained"] == (gain["ci95"][0] > margin)
                 if not gain["trained"]:
                     assert contrast["verdict"] not in ("reproduced", "contradicted"), c["id"]
-    assert shown > 40
+    assert shown > 0
 
 
 def test_readme_figures_come_from_the_committed_files():

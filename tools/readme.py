@@ -25,13 +25,16 @@ def _load(path):
 def figures_block():
     lines = []
     timing = _load("reports/repro_timing.json")
+    every = _stage_names()
     if timing:
         stages = len(timing["stages_run"])
+        earlier = "" if set(timing["stages_run"]) == set(every) else \
+            f" (the pipeline of that day; today's has {len(every)} stages, the scale ladder among them)"
         lines.append(f"- Every stage from scratch in one go (`{timing['command']}`, {timing['profile']} profile, "
-                     f"{stages} stages): {timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured {timing['date']}.")
+                     f"{stages} stages): {timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured "
+                     f"{timing['date']}{earlier}.")
     by_stage = _load("reports/stage_times.json")
     if by_stage:
-        every = _stage_names()
         done = [name for name in every if name in by_stage]
         cpus = ", ".join(sorted({by_stage[n]["cpu"] for n in done}))
         minutes = sum(by_stage[n]["seconds"] for n in done) / 60
