@@ -263,6 +263,15 @@ def study_plot(names, y="h_linear", title="", ylabel="linear-probe accuracy on h
     return ax
 
 
+def study_panels(plots, alt, caption, size=(4.4, 3.5)):
+    """Study plots side by side, each item of `plots` the keyword arguments of one study_plot."""
+    fig, axes = plt.subplots(1, len(plots), figsize=(size[0] * len(plots), size[1]))
+    for ax, plot in zip(axes, plots):
+        study_plot(ax=ax, **plot)
+    plt.tight_layout()
+    show(alt, caption, fig)
+
+
 def loss_curves(names, title):
     """Mean training loss against step for each condition of `names` (finished runs)."""
     data = ok[ok.condition.isin(names)]
@@ -290,16 +299,15 @@ def failed(names):
 
 taus = ["simclr_tau001", "simclr_tau005", "simclr_tau01", "simclr", "simclr_tau05", "simclr_tau1"]
 section("simclr-temperature", "SimCLR: temperature, normalisation, losses [E, SimCLR Tables 2 and 5]")
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-study_plot(taus, title="linear probe on h by tau", ax=axes[0])
-study_plot(taus, y="z_uniformity", title="uniformity of z (lower: more uniform)",
-           ylabel="uniformity loss of z", ax=axes[1])
-study_plot(taus, y="z_tolerance_centred", title="centred tolerance of z",
-           ylabel="same-class minus other-class similarity", ax=axes[2])
-plt.tight_layout(), show('SimCLR by temperature: linear probe, uniformity and centred tolerance per seed',
-     'By temperature, at 300 steps: linear probe on h (left), uniformity of z (middle, lower is more uniform), '
-     'centred tolerance of z (right: same-class minus different-class mean cosine similarity); every seed a dot, '
-     'mean and 95% t-interval a bar; dashed: the untrained control.')
+study_panels([dict(names=taus, title="linear probe on h by tau"),
+              dict(names=taus, y="z_uniformity", title="uniformity of z (lower: more uniform)",
+                   ylabel="uniformity loss of z"),
+              dict(names=taus, y="z_tolerance_centred", title="centred tolerance of z",
+                   ylabel="same-class minus other-class similarity")],
+             'SimCLR by temperature: linear probe, uniformity and centred tolerance per seed',
+             'By temperature, at 300 steps: linear probe on h (left), uniformity of z (middle, lower is more uniform), '
+             'centred tolerance of z (right: same-class minus different-class mean cosine similarity); every seed a '
+             'dot, mean and 95% t-interval a bar; dashed: the untrained control.')
 losses = ["simclr", "simclr_logistic", "simclr_logistic_tau05", "simclr_logistic_tau1", "simclr_triplet_m02",
           "simclr_triplet", "simclr_triplet_m1", "simclr_triplet_hardest", "align_uniform"]
 study_plot(losses, title="NT-Xent against NT-Logistic and the margin triplet at three settings each, and alignment + uniformity")
@@ -308,13 +316,12 @@ show('SimCLR losses: linear probe per seed for NT-Xent and the alternatives at e
      'triplet at three margins (semi-hard negatives in FaceNet\'s band) and on the hardest negative, and alignment + '
      'uniformity; dashed: the untrained control.')
 nonorm = ["simclr_tau01", "simclr_nonorm_tau10", "simclr_nonorm_tau100"]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.3))
-study_plot(nonorm, title="linear probe on h", ax=axes[0])
-study_plot(nonorm, y="contrastive_top1", title="the pretext task: contrastive top-1 (1,023 candidates)",
-           ylabel="contrastive top-1 accuracy", ax=axes[1])
-plt.tight_layout(), show('Normalisation: linear probe and contrastive top-1 with and without l2 normalisation',
-     'With l2 normalisation (tau 0.1) and without it (tau 10 and 100), at 300 steps: linear probe on h (left) and '
-     'how often the pretext task is solved (right); every seed a dot.')
+study_panels([dict(names=nonorm, title="linear probe on h"),
+              dict(names=nonorm, y="contrastive_top1", title="the pretext task: contrastive top-1 (1,023 candidates)",
+                   ylabel="contrastive top-1 accuracy")],
+             'Normalisation: linear probe and contrastive top-1 with and without l2 normalisation',
+             'With l2 normalisation (tau 0.1) and without it (tau 10 and 100), at 300 steps: linear probe on h (left) '
+             'and how often the pretext task is solved (right); every seed a dot.', size=(5.5, 3.3))
 failed(taus + losses + nonorm)
 loss_curves(taus + nonorm, "SimCLR by temperature, with and without normalisation")
 plane = ok[ok.dataset == "shapes"].dropna(subset=["z_alignment"])
@@ -413,13 +420,12 @@ if len(moco):
 mocos = ["moco_m099", "memory_bank", "moco_bn4", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle", "mocov2",
          "mocov2_tau007", "mocov2_tau05", "simclr"]
 bn = ["moco_bn4", "moco_m099", "moco_ranks2_bn2", "moco_ranks2_bn2_shuffle"]
-fig, axes = plt.subplots(1, 2, figsize=(13, 4))
-study_plot(mocos, title="linear probe on h, 300 steps", ax=axes[0])
-study_plot(bn, y="loss", title="training InfoNCE at 300 steps (mean of the last 10 steps)",
-           ylabel="InfoNCE loss (nats)", ax=axes[1])
-plt.tight_layout(), show('MoCo variants: linear probe and training loss per seed',
-     "MoCo variants beside SimCLR at 300 steps: linear probe on h (left) and the InfoNCE loss of the BN-group "
-     "arms with and without shuffled keys (right).")
+study_panels([dict(names=mocos, title="linear probe on h, 300 steps"),
+              dict(names=bn, y="loss", title="training InfoNCE at 300 steps (mean of the last 10 steps)",
+                   ylabel="InfoNCE loss (nats)")],
+             'MoCo variants: linear probe and training loss per seed',
+             "MoCo variants beside SimCLR at 300 steps: linear probe on h (left) and the InfoNCE loss of the BN-group "
+             "arms with and without shuffled keys (right).", size=(6.5, 4))
 failed(mocos)
 loss_curves(momenta + ["moco_bn4", "memory_bank", "mocov2"], "MoCo")
 
@@ -472,32 +478,26 @@ if rows:
 
 KEY_WORDS = {"h.linear": "linear-probe accuracy on h", "h.knn": "5-NN accuracy on h", "z.uniformity": "uniformity loss of z",
              "z.tolerance_centred": "centred tolerance of z", "h.tolerance_centred": "centred tolerance of h",
-             "contrastive_top1": "contrastive top-1 accuracy", "z.linear": "linear-probe accuracy on z"}
+             "contrastive_top1": "contrastive top-1 accuracy", "z.linear": "linear-probe accuracy on z",
+             "rung_loss": "training loss (mean of the last 10 steps)"}
 
 
-def ladder_controls(claim):
-    """Each arm's untrained control (step 0) on the arm's own figure, mean over seeds (None where the
-    figure is not an evaluation at a rung), and the figure in words."""
-    out, words = {}, None
-    for name, arm in claim["ladder"][-1]["arms"].items():
-        key, condition = arm.get("key") or "", next(iter(arm.get("control") or {}), None)
-        figure = key.split(".", 2)[2] if key.startswith("at.") else None
-        words = KEY_WORDS.get(figure, figure) if words in (None, KEY_WORDS.get(figure, figure)) else "each arm's figure"
-        if figure is None or condition is None:
-            continue
-        values = []
-        for path in Path("results/evaluate").glob(f"*/{condition}/seed_*.json"):
-            value = load(path)["at"]["0"]
-            for part in figure.split("."):
-                value = value[part]
-            values.append(value)
-        out[name] = float(np.mean(values)) if values else None
-    return out, words
+def ladder_words(claim):
+    """The figure a ladder claim's arms read, in words ('each arm's figure' when they differ)."""
+    figures = {figure_of(arm.get("key") or "") for arm in claim["ladder"][-1]["arms"].values()}
+    if len(figures) > 1:
+        return "each arm's figure"
+    figure = figures.pop()
+    return KEY_WORDS.get(figure, figure)
+
+
+def figure_of(key):
+    """'at.2400.h.linear' -> 'h.linear'; 'rung_loss.2400' -> 'rung_loss'."""
+    return key.split(".", 2)[2] if key.startswith("at.") else key.split(".")[0]
 
 
 for c in ladder_claims:
-    controls, words = ladder_controls(c)
-    fig = report.ladder_figure({**c, "metric_label": words}, controls)
+    fig = report.ladder_figure({**c, "metric_label": ladder_words(c)}, c.get("untrained") or {})
     show(f"Scale ladder of {c['id']}: arms and effect against training steps",
          f"{c['id']}: left, each arm's mean and 95% interval at every rung (log axis), dashed lines its untrained "
          f"control; right, the paired effect in the claimed direction with its 95% interval, the grey band inside "

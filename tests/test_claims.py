@@ -299,3 +299,33 @@ def test_failure_at_the_top_rung_counts_runs_that_stopped_before_it(tmp_path):
     judged = judge(claim(kind="failure", runs=spec, at="top"), tmp_path)
     assert judged["verdict"] == "reproduced" and judged["step"] == 1200
     assert "3 of 3 runs diverged or collapsed before step 1200" in judged["note"]
+
+
+@pytest.mark.parametrize("gains,verdict", [([0.0, -0.01, 0.01], "reproduced"), ([0.30, 0.32, 0.31], "contradicted")])
+def test_failure_at_the_top_rung_with_some_runs_collapsed_judges_the_rest(tmp_path, gains, verdict):
+    """Two of five runs collapsed before the top rung; the three that reached it decide: untrained
+    there with the loss near log(K + 1) is a failure, clearly trained is not."""
+    ladder_records(tmp_path, "m0", {300: [0.0, 0.0, 0.0], 1200: gains})
+    folder = tmp_path / "results" / "pretrain" / "s" / "m0"
+    folder.mkdir(parents=True)
+    config = {"method": "moco", "loss": "nt_xent", "queue": 1024, "steps": 300, "ladder": [1200]}
+    for seed in range(5):
+        collapsed = seed >= 3
+        (folder / f"seed_{seed}.json").write_text(json.dumps(
+            {"seed": seed, "status": "collapsed" if collapsed else "ok", "reason": "std" if collapsed else None,
+             "rung_loss": {"0": None, "300": 6.5, **({} if collapsed else {"1200": 6.4 - seed / 10})},
+             "config": config}))
+    spec = {"files": "results/pretrain/*/m0/seed_*.json", "key": "status"}
+    judged = judge(claim(kind="failure", runs=spec, at="top"), tmp_path)
+    assert judged["verdict"] == verdict and judged["step"] == 1200
+    assert "2 of 5 runs had diverged or collapsed" in judged["note"]
+    assert judged["arms"]["loss"]["values"] == pytest.approx([6.4, 6.3, 6.2])
+
+
+def test_a_ladder_claim_carries_each_arms_untrained_level(tmp_path):
+    """The figure each arm reads, at step 0: what the ladder figure draws as its dashed line."""
+    ladder_records(tmp_path, "a", {300: shifted(BASE, 0.1), 1200: shifted(BASE, 0.2)}, control=0.20)
+    ladder_records(tmp_path, "b", {300: BASE, 1200: BASE}, control=0.35)
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
+                         arms={"a": ladder_arm("a"), "b": ladder_arm("b")}), tmp_path)
+    assert judged["untrained"] == pytest.approx({"a": 0.20, "b": 0.35})

@@ -651,7 +651,7 @@ def _rung_summary(step, out):
     return {"step": step, "verdict": out["verdict"], "arms": out["arms"], "contrasts": contrasts}
 
 
-def _trend(claim, out, rules):
+def _trend(claim, out, root):
     """Per contrast of a ladder claim: its trend along the rungs and, for a contradicted top rung,
     whether the contradiction can be trusted (both arms levelled off, trend not toward the claim)."""
     ladder = [_rung_summary(step, o) for step, o in out.pop("_rungs")]
@@ -664,11 +664,23 @@ def _trend(claim, out, rules):
         c["trend"] = stats.ladder_trend(steps, effects, c["margin"], per_rung[0]["verdict"], c["verdict"])
         if c["verdict"] == "contradicted":
             c["scale_artefact"] = _scale_artefact(c, ladder)
+    out["untrained"] = _untrained_levels(claim, top, root)
     main = out["contrast"]
     out["trend"] = (main.get("trend") or {}).get("label") if main else None
     artefacts = [c["scale_artefact"] for c in top["contrasts"] if c.get("scale_artefact")]
     if artefacts:
         out["note"] += " " + " ".join(f"May be a scale artefact: {a}." for a in artefacts)
+
+
+def _untrained_levels(claim, top, root):
+    """Each arm's figure at step 0 (its untrained control on the arm's own measure), mean over
+    seeds; only arms that read an evaluation at a rung ('at.<step>. ...') have one."""
+    levels = {}
+    for name, arm in top["arms"].items():
+        if (arm.get("key") or "").startswith(f"at.{top['step']}."):
+            values = list(measure_by_seed(claim_at(claim, 0)["arms"][name], root).values())
+            levels[name] = float(sum(values) / len(values)) if values else None
+    return levels
 
 
 def _scale_artefact(c, ladder):
@@ -716,7 +728,7 @@ def judge_all(claims, root=".", rules=None):
         if "_notes" in out:
             _finish(claim, out, rules, root)
         if "_rungs" in out:
-            _trend(claim, out, rules)
+            _trend(claim, out, root)
     return judged
 
 
