@@ -25,6 +25,18 @@ def test_the_seed_plot_draws_the_tables_t_interval():
         assert got == pytest.approx(want)
 
 
+@pytest.mark.parametrize("objectives", [["SupCon"], ["SupCon", "cross-entropy"]])
+def test_the_seed_plot_by_hue_draws_one_interval_per_level_even_when_one_level_is_present(objectives):
+    """A sweep whose second objective has no runs yet (a run in progress, a profile without it)."""
+    df = pd.DataFrame([{"lr": lr, "objective": o, "acc": 0.5 + i / 100 + k / 10} for k, o in enumerate(objectives)
+                       for lr in ("0.001", "0.003") for i in range(3)])
+    fig, ax = plt.subplots()
+    render.seed_plot(ax, df, x="lr", y="acc", hue="objective", order=["0.001", "0.003"])
+    bars = [line for line in ax.lines if len(line.get_ydata()) == 2 and line.get_xdata()[0] == line.get_xdata()[1]]
+    plt.close(fig)
+    assert len(bars) == 2 * len(objectives)
+
+
 def test_figures_carry_alt_text_and_a_caption():
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])

@@ -144,12 +144,12 @@ def seed_plot(ax, df, x, y, hue=None, order=None):
     import seaborn as sns
 
     from .stats import t_interval
-    sns.stripplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=hue is not None, alpha=0.6,
-                  size=5, jitter=0.15)
-    sns.pointplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=0.4 if hue else False,
+    levels = df[hue].nunique() if hue else 1
+    dodge = levels > 1              # seaborn divides by (levels - 1) when it dodges
+    sns.stripplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=dodge, alpha=0.6, size=5, jitter=0.15)
+    sns.pointplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=0.4 if dodge else False,
                   errorbar=lambda values: tuple(t_interval(values)), linestyle="none", markers="_", markersize=18,
-                  palette=["black"] * (df[hue].nunique() if hue else 1) if hue else None,
-                  color=None if hue else "black", legend=False)
+                  palette=["black"] * levels if hue else None, color=None if hue else "black", legend=False)
     return ax
 
 
