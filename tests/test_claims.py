@@ -164,6 +164,61 @@ def test_failure_counts_an_arm_that_never_trained_and_stays_near_log_k(tmp_path)
     assert judged["verdict"] == "reproduced" and "chance 6.93" in judged["note"] and judged["step"] == 300
 
 
+def triplet_records(root, condition, h_gains, z_uniformity, loss=0.5):
+    """A margin-triplet arm: evaluation records (h gain over the control, z uniformity) and
+    pretraining records (loss at 300 steps; margin 0.5 is the collapsed loss)."""
+    evaluation_records(root, condition, h_gains)
+    for seed, u in enumerate(z_uniformity):
+        path = root / "results" / "evaluate" / "s" / condition / f"seed_{seed}.json"
+        record = json.loads(path.read_text())
+        record["eval"]["z"] = {"uniformity": u}
+        path.write_text(json.dumps(record))
+    folder = root / "results" / "pretrain" / "s" / condition
+    folder.mkdir(parents=True)
+    config = {"method": "simclr", "loss": "margin_triplet", "margin": 0.5, "steps": 300, "ladder": []}
+    for seed in range(len(h_gains)):
+        (folder / f"seed_{seed}.json").write_text(json.dumps(
+            {"seed": seed, "status": "ok", "rung_loss": {"0": None, "300": loss}, "config": config}))
+
+
+def collapse_claim(**collapse):
+    z = {"files": "results/evaluate/*/hardest/seed_*.json", "key": "eval.z.uniformity"}
+    return claim(kind="failure", runs={"files": "results/pretrain/*/hardest/seed_*.json", "key": "status"},
+                 collapse={"runs": z, "above": -0.1, **collapse})
+
+
+SPREAD = [-2.6, -2.5, -2.4, -2.2, -2.7]
+STUCK = [-0.0006, -0.0009, -0.0007, -0.0007, -0.0007]
+
+
+def test_a_collapse_claim_is_judged_on_the_embedding_not_on_h(tmp_path):
+    """h trains (+11 points over its control) while z stays a point and the loss sits at the margin:
+    the gate on h calls that a success; judged on z it is the collapse the claim describes."""
+    triplet_records(tmp_path, "hardest", [0.11, 0.12, 0.10, 0.13, 0.11], STUCK)
+    triplet_records(tmp_path, "semi", [0.05, 0.06, 0.05, 0.07, 0.05], SPREAD, loss=0.3)
+    on_h = claim(kind="failure", runs={"files": "results/pretrain/*/hardest/seed_*.json", "key": "status"})
+    assert judge(on_h, tmp_path)["verdict"] == "contradicted"
+    semi = {"files": "results/evaluate/*/semi/seed_*.json", "key": "eval.z.uniformity"}
+    judged = judge(collapse_claim(avoided_by=semi), tmp_path)
+    assert judged["verdict"] == "reproduced"
+    assert judged["arms"]["hardest: eval.z.uniformity"]["collapsed"] == 5
+    assert judged["arms"]["semi: eval.z.uniformity"]["collapsed"] == 0
+    assert "5 of 5 runs collapsed (above -0.1" in judged["note"]
+
+
+@pytest.mark.parametrize("hardest,semi,loss,verdict", [
+    (SPREAD, SPREAD, 0.5, "contradicted"),                 # the hardest negatives spread z: no collapse
+    (STUCK, STUCK, 0.5, "contradicted"),                   # semi-hard collapses as well
+    (STUCK[:3] + SPREAD[3:], SPREAD, 0.5, "inconclusive"),  # some runs collapse
+    (STUCK, SPREAD, 0.2, "inconclusive"),                  # z a point, yet the loss well below the margin
+])
+def test_collapse_verdicts_in_both_directions(tmp_path, hardest, semi, loss, verdict):
+    triplet_records(tmp_path, "hardest", [0.11] * 5, hardest, loss=loss)
+    triplet_records(tmp_path, "semi", [0.05] * 5, semi)
+    spec = {"files": "results/evaluate/*/semi/seed_*.json", "key": "eval.z.uniformity"}
+    assert judge(collapse_claim(avoided_by=spec), tmp_path)["verdict"] == verdict
+
+
 def test_rank_correlation_with_an_interval(tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()

@@ -14,6 +14,9 @@ Each claim names where its measurements are and how they are judged (`kind`):
                 by the same table as a paired effect
     failure     a condition fails: every run diverges or collapses, or it does not beat its untrained
                 control and its loss stays near log(K + 1)                  -> reproduced | contradicted | inconclusive
+                With `collapse: {runs: spec, above: x, avoided_by: spec}`, failure is collapse of the
+                embedding itself: every run's spread figure (z uniformity) above x, the loss at its
+                collapsed level, and every run of `avoided_by` spread below x.
     not_tested  a reason why this study cannot test it                        -> not tested
 A claim with `not_testable: reason` (a design that differs from the paper where it decides the
 outcome) is measured and shown, and its verdict is `not testable here`.
@@ -340,7 +343,8 @@ def _judge_failure(claim, out, notes, root, rules):
     """A condition fails by its budget (or, with `at: top`, by its ladder's last rung): every run
     diverges or collapses before it, or the arm has not trained there (untrained-control gate) and
     its loss (the mean of the steps just before) stays at rules['failure_loss_fraction'] of the
-    chance loss or above."""
+    chance loss or above. A claim with `collapse` is judged on its embedding instead of the gate
+    (_judge_collapse)."""
     records = _records(claim["runs"], root)
     config = records[0]["config"]
     step = (config.get("ladder") or [config["steps"]])[-1] if claim.get("at") == "top" else config["steps"]
@@ -360,14 +364,50 @@ def _judge_failure(claim, out, notes, root, rules):
     out["arms"]["runs"]["control"] = {condition: gain}
     notes.append(f"At step {step}: {len(failures)} of {len(records)} runs had diverged or collapsed; loss "
                  f"{np.mean(losses):.2f}" + (f" (chance {floor:.2f}, lowest run {min(losses):.2f})." if floor else "."))
+    near_floor = floor is None or min(losses) >= rules["failure_loss_fraction"] * floor
+    if gain is not None:
+        lo, hi = (100 * v for v in gain["ci95"])
+        notes.append(f"Gain over the untrained control: {100 * gain['mean']:+.1f} points [{lo:+.1f}, {hi:+.1f}]"
+                     + (" (on h; the verdict reads the embedding, below)." if claim.get("collapse") else "."))
+    if claim.get("collapse"):
+        return _judge_collapse(claim["collapse"], out, notes, root, near_floor)
     if gain is None:
         return "inconclusive"
-    lo, hi = (100 * v for v in gain["ci95"])
-    notes.append(f"Gain over the untrained control: {100 * gain['mean']:+.1f} points [{lo:+.1f}, {hi:+.1f}].")
     if gain["trained"]:
         return "contradicted"
-    near_floor = floor is None or min(losses) >= rules["failure_loss_fraction"] * floor
     return "reproduced" if near_floor else "inconclusive"
+
+
+def _collapsed_runs(spec, above, out, notes, root):
+    """Per seed, whether the embedding stayed collapsed: its spread figure (z uniformity, 0 for a
+    single point) above `above`. Adds the arm and a note; returns (collapsed seeds, all seeds)."""
+    values = measure_by_seed(spec, root)
+    stuck = [s for s, v in values.items() if v > above]
+    name = f"{conditions_of(spec)[0]}: {_key(spec)}"
+    out["arms"][name] = {**_arm(list(values.values())), "seeds": list(values), "key": _key(spec),
+                         "collapsed_above": above, "collapsed": len(stuck)}
+    notes.append(f"{name}: {len(stuck)} of {len(values)} runs collapsed (above {above:g}; "
+                 f"values {', '.join(f'{v:.3g}' for v in values.values())}).")
+    return stuck, list(values)
+
+
+def _judge_collapse(collapse, out, notes, root, loss_at_floor):
+    """A collapse claim judged on the embedding the loss acts on (`collapse.runs`): every run's spread
+    figure stays above `collapse.above` with the loss at the collapsed level (loss_at_floor); and,
+    with `collapse.avoided_by`, every run of the alternative spreads below it."""
+    stuck, seeds = _collapsed_runs(collapse["runs"], collapse["above"], out, notes, root)
+    if len(seeds) < 2:
+        return "inconclusive"
+    if not stuck:
+        return "contradicted"
+    if len(stuck) < len(seeds) or not loss_at_floor:
+        return "inconclusive"
+    if "avoided_by" not in collapse:
+        return "reproduced"
+    also, others = _collapsed_runs(collapse["avoided_by"], collapse["above"], out, notes, root)
+    if not also:
+        return "reproduced"
+    return "contradicted" if len(also) == len(others) else "inconclusive"
 
 
 def _paired_arms(claim, out, notes, root, rules):
@@ -574,6 +614,9 @@ def _specs(claim):
             yield key, claim[key]
     for name, spec in (claim.get("arms") or {}).items():
         yield f"arms.{name}", spec
+    for key in ("runs", "avoided_by"):
+        if key in (claim.get("collapse") or {}):
+            yield f"collapse.{key}", claim["collapse"][key]
 
 
 def check_conditions(claims, conditions, path="analysis/claims.yaml"):
