@@ -203,7 +203,7 @@ def test_a_collapse_claim_is_judged_on_the_embedding_not_on_h(tmp_path):
     assert judged["verdict"] == "reproduced"
     assert judged["arms"]["hardest: eval.z.uniformity"]["collapsed"] == 5
     assert judged["arms"]["semi: eval.z.uniformity"]["collapsed"] == 0
-    assert "5 of 5 runs collapsed (above -0.1" in judged["note"]
+    assert "above -0.1 (a collapsed embedding) in 5 of 5 runs" in judged["note"]
 
 
 @pytest.mark.parametrize("hardest,semi,loss,verdict", [

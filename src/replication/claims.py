@@ -386,8 +386,8 @@ def _collapsed_runs(spec, above, out, notes, root):
     name = f"{conditions_of(spec)[0]}: {_key(spec)}"
     out["arms"][name] = {**_arm(list(values.values())), "seeds": list(values), "key": _key(spec),
                          "collapsed_above": above, "collapsed": len(stuck)}
-    notes.append(f"{name}: {len(stuck)} of {len(values)} runs collapsed (above {above:g}; "
-                 f"values {', '.join(f'{v:.3g}' for v in values.values())}).")
+    notes.append(f"{name}: above {above:g} (a collapsed embedding) in {len(stuck)} of {len(values)} runs "
+                 f"({', '.join(f'{v:.3g}' for v in values.values())}).")
     return stuck, list(values)
 
 
