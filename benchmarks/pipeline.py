@@ -6,7 +6,8 @@ wall time spent in DVC itself (not in stage commands), here and in the last full
 The smoke run happens in a temporary copy of the project; the full default run is read from
 reports/repro_timing.json (written by `make repro-all` when every stage ran in one go) and from
 reports/stage_times.json (written by `make repro-stage`, one stage at a time: the sum over the
-current stages, with the CPU of each).
+current stages, with the CPU of each). Rows read from those records carry their own machine and
+date; the others were measured here, now.
 """
 import json
 import os
@@ -55,17 +56,19 @@ def main():
     full_path, by_stage_path = ROOT / "reports" / "repro_timing.json", ROOT / "reports" / "stage_times.json"
     if full_path.exists():
         full = json.loads(full_path.read_text())
-        rows.append({"run": f"default profile, every stage in one go ({full['date']}, {full['cpu']})",
+        rows.append({"run": "default profile, every stage in one go",
                      "stages": len(full["stages_run"]), "seconds": full["seconds"],
-                     "seconds_in_dvc": full.get("seconds_in_dvc")})
+                     "seconds_in_dvc": full.get("seconds_in_dvc"), "machine": full["cpu"], "date": full["date"]})
     if by_stage_path.exists():
         names = run([BIN / "dvc", "stage", "list", "--name-only"], ROOT)[1].split()
         by_stage = json.loads(by_stage_path.read_text())
         done = [by_stage[n] for n in names if n in by_stage]
-        cpus = ", ".join(sorted({s["cpu"] for s in done}))
-        rows.append({"run": f"default profile, one stage at a time ({len(done)} of {len(names)} stages; {cpus})",
+        dates = sorted({s["date"] for s in done})
+        rows.append({"run": f"default profile, one stage at a time ({len(done)} of {len(names)} stages)",
                      "stages": len(done), "seconds": sum(s["seconds"] for s in done),
-                     "seconds_in_dvc": sum(s["seconds_in_dvc"] for s in done)})
+                     "seconds_in_dvc": sum(s["seconds_in_dvc"] for s in done),
+                     "machine": ", ".join(sorted({s["cpu"] for s in done})),
+                     "date": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"})
     print(f"{'run':60s} {'stages':>6s} {'wall s':>8s} {'in DVC s':>9s} {'DVC share':>10s}")
     for r in rows:
         share = f"{r['seconds_in_dvc'] / r['seconds']:9.1%}" if r["seconds_in_dvc"] is not None else "      n/a"

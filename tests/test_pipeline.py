@@ -365,3 +365,20 @@ def test_queued_experiments_run_in_parallel(smoke_copy, tmp_path):
     assert taus == [0.3, 0.5], shown
     assert (copy / "results/examples/ntxent_numpy.json").read_text() == \
         (smoke_copy / "results/examples/ntxent_numpy.json").read_text()
+
+
+def test_a_benchmark_row_read_from_an_older_record_names_that_records_machine(tmp_path, monkeypatch):
+    """The pipeline benchmark quotes the last one-go run, maybe made elsewhere: its README row shows
+    the machine and date of that run, not those of the benchmark that quoted it."""
+    from tools.readme import benchmarks_block
+    folder = tmp_path / "reports" / "benchmarks"
+    folder.mkdir(parents=True)
+    (folder / "pipeline.json").write_text(json.dumps({
+        "machine": "CPU B", "torch": "2.14.1", "date": "2026-11-30",
+        "rows": [{"run": "no-op", "stages": 3, "seconds": 3.0, "seconds_in_dvc": 3.0},
+                 {"run": "one go", "stages": 3, "seconds": 90.0, "seconds_in_dvc": 1.0,
+                  "machine": "CPU A", "date": "2026-11-29"}]}))
+    monkeypatch.chdir(tmp_path)
+    rows = benchmarks_block().splitlines()[2:]
+    assert rows[0].endswith("| CPU B, torch 2.14.1, 2026-11-30 |")
+    assert rows[1].startswith("| one go, 3 stages |") and rows[1].endswith("| CPU A, 2026-11-29 |")

@@ -110,11 +110,14 @@ def benchmarks_block():
     p = _load("reports/benchmarks/pipeline.json")
     for r in (p or {}).get("rows", []):
         share = f"{r['seconds_in_dvc'] / r['seconds']:.1%} in DVC" if r["seconds_in_dvc"] is not None else "n/a"
-        rows.append((f"{r['run']}, {r['stages']} stages", f"{r['seconds']:.1f} s", share, p))
+        # a row read from an older timing record names its own machine and date (its torch is not recorded)
+        src = {"machine": r["machine"], "date": r["date"], "torch": None} if "machine" in r else p
+        rows.append((f"{r['run']}, {r['stages']} stages", f"{r['seconds']:.1f} s", share, src))
     if not rows:
         return "No benchmarks recorded yet: run `make bench`."
     table = ["| benchmark | measured | ratio | machine, date |", "|---|---|---|---|"]
-    table += [f"| {what} | {measured} | {ratio} | {src['machine']}, torch {src['torch']}, {src['date']} |"
+    table += [f"| {what} | {measured} | {ratio} | {src['machine']}, "
+              f"{'torch ' + src['torch'] + ', ' if src['torch'] else ''}{src['date']} |"
               for what, measured, ratio, src in rows]
     return "\n".join(table)
 
