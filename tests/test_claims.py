@@ -219,6 +219,15 @@ def test_collapse_verdicts_in_both_directions(tmp_path, hardest, semi, loss, ver
     assert judge(collapse_claim(avoided_by=spec), tmp_path)["verdict"] == verdict
 
 
+def test_a_collapse_is_not_avoided_by_an_alternative_whose_runs_all_failed(tmp_path):
+    triplet_records(tmp_path, "hardest", [0.11] * 5, STUCK)
+    triplet_records(tmp_path, "semi", [0.05] * 5, SPREAD)
+    for path in (tmp_path / "results" / "evaluate" / "s" / "semi").glob("seed_*.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "status": "diverged"}))
+    spec = {"files": "results/evaluate/*/semi/seed_*.json", "key": "eval.z.uniformity"}
+    assert judge(collapse_claim(avoided_by=spec), tmp_path)["verdict"] == "inconclusive"
+
+
 def test_rank_correlation_with_an_interval(tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()

@@ -405,6 +405,8 @@ def _judge_collapse(collapse, out, notes, root, loss_at_floor):
     if "avoided_by" not in collapse:
         return "reproduced"
     also, others = _collapsed_runs(collapse["avoided_by"], collapse["above"], out, notes, root)
+    if len(others) < 2:                   # the alternative's runs did not finish: nothing avoided
+        return "inconclusive"
     if not also:
         return "reproduced"
     return "contradicted" if len(also) == len(others) else "inconclusive"
