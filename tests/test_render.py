@@ -1,5 +1,10 @@
-"""The report's pieces: the seed plot draws the tables' intervals, the forest plot and the Markdown
-table read claims.json, figures carry alt text."""
+"""The report's pieces: what is said about each claim (origin, unit, rung, runs, original verdict,
+key findings), the SVG figures, the HTML and Markdown fragments; and the committed report and
+claims.md checked against the committed claims.json."""
+import json
+import re
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,14 +13,27 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from replication import render, stats  # noqa: E402
+from replication import render_claims as rc  # noqa: E402
+from replication import render_figures as figures  # noqa: E402
+from replication import render_html as page  # noqa: E402
+from replication import render_markdown, stats  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "reports" / "claims.json"
+
+
+def claim(cid, verdict, diff, margin=0.02, published=None, section="moco", **extra):
+    return {"id": cid, "kind": "paired", "statement": "s", "published": "p", "verdict": verdict, "section": section,
+            "published_effect_value": published, "arms": {}, "effect_scale": 100, "effect_unit": " points",
+            "contrast": {"a": "x", "b": "y", "diff_mean": diff, "diff_ci95": [diff - 0.01, diff + 0.01],
+                         "margin": margin, "verdict": verdict, "seeds": [0, 1, 2]}, **extra}
 
 
 def test_the_seed_plot_draws_the_tables_t_interval():
     values = {"a": [0.61, 0.64, 0.59, 0.66, 0.63], "b": [0.40, 0.55, 0.47, 0.52, 0.44]}
     df = pd.DataFrame([{"arm": k, "acc": v} for k, vs in values.items() for v in vs])
     fig, ax = plt.subplots()
-    render.seed_plot(ax, df, x="arm", y="acc", order=["a", "b"])
+    figures.seed_plot(ax, df, x="arm", y="acc", order=["a", "b"])
     drawn = sorted((tuple(sorted(line.get_ydata())) for line in ax.lines if len(line.get_ydata()) == 2
                     and line.get_xdata()[0] == line.get_xdata()[1]), key=lambda t: t[0])
     plt.close(fig)
@@ -25,97 +43,147 @@ def test_the_seed_plot_draws_the_tables_t_interval():
         assert got == pytest.approx(want)
 
 
-@pytest.mark.parametrize("objectives", [["SupCon"], ["SupCon", "cross-entropy"]])
-def test_the_seed_plot_by_hue_draws_one_interval_per_level_even_when_one_level_is_present(objectives):
-    """A sweep whose second objective has no runs yet (a run in progress, a profile without it)."""
-    df = pd.DataFrame([{"lr": lr, "objective": o, "acc": 0.5 + i / 100 + k / 10} for k, o in enumerate(objectives)
-                       for lr in ("0.001", "0.003") for i in range(3)])
-    fig, ax = plt.subplots()
-    render.seed_plot(ax, df, x="lr", y="acc", hue="objective", order=["0.001", "0.003"])
-    bars = [line for line in ax.lines if len(line.get_ydata()) == 2 and line.get_xdata()[0] == line.get_xdata()[1]]
-    plt.close(fig)
-    assert len(bars) == 2 * len(objectives)
+def test_figures_are_svg_with_alt_text_a_caption_and_ids_of_their_own():
+    pieces = []
+    for key in ("f1", "f2"):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, 1])
+        pieces.append(figures.figure_html(fig, "a rising line", "What the line shows.", key=key))
+    assert all('<svg role="img" aria-label="a rising line"' in p and "<title>a rising line</title>" in p
+               and "<figcaption>What the line shows.</figcaption>" in p and "base64" not in p for p in pieces)
+    ids = [i for p in pieces for i in re.findall(r'\bid="([^"]+)"', p)]
+    assert len(ids) == len(set(ids)) and all(i.startswith(("f1-", "f2-")) for i in ids)
+    refs = [r for p in pieces for r in re.findall(r'url\(#([^)]+)\)', p)]
+    assert refs and set(refs) <= set(ids)                       # clip paths point into their own figure
 
 
-def test_figures_carry_alt_text_and_a_caption():
-    fig, ax = plt.subplots()
-    ax.plot([0, 1], [0, 1])
-    html = render.figure_html(fig, "a rising line", "What the line shows.")
-    assert "alt='a rising line'" in html and "<figcaption>What the line shows.</figcaption>" in html
-    assert "data:image/png;base64," in html
+def test_forest_rows_scale_each_effect_by_its_margin_and_group_by_verdict():
+    rows = figures.forest_rows([claim("two", "inconclusive", -0.01), claim("one", "reproduced", 0.06, published=0.04),
+                                claim("three", "reproduced", 0.08)])
+    assert [r["claim"] for r in rows] == ["three", "one", "two"]
+    assert rows[1]["effect"] == pytest.approx(3.0) and rows[1]["lo"] == pytest.approx(2.5)
+    assert rows[1]["published"] == pytest.approx(2.0) and rows[2]["published"] is None
+    plt.close(figures.forest_plot([claim("far", "reproduced", 0.5), claim("one", "not testable here", 0.01)]))
 
 
-def claim(cid, verdict, diff, margin=0.02, published=None):
-    return {"id": cid, "kind": "paired", "statement": "s", "published": "p", "verdict": verdict,
-            "published_effect_value": published, "arms": {},
-            "contrast": {"a": "x", "b": "y", "diff_mean": diff, "diff_ci95": [diff - 0.01, diff + 0.01],
-                         "margin": margin, "verdict": verdict, "seeds": [0, 1, 2]}}
+def test_a_claim_is_literature_or_document_by_its_field_else_by_its_section():
+    assert rc.origin(claim("a", "reproduced", 0.1, section="toy2d")) == "document"
+    assert rc.origin(claim("a", "reproduced", 0.1, section="moco")) == "literature"
+    assert rc.origin(claim("a", "reproduced", 0.1, section="toy2d", origin="literature")) == "literature"
 
 
-def test_forest_rows_scale_each_effect_by_its_margin():
-    rows = render.forest_rows([claim("one", "reproduced", 0.06, published=0.04), claim("two", "inconclusive", -0.01)])
-    assert [r["effect"] for r in rows] == pytest.approx([3.0, -0.5])
-    assert rows[0]["lo"] == pytest.approx(2.5) and rows[0]["published"] == pytest.approx(2.0)
-    assert rows[1]["published"] is None
-    plt.close(render.forest_plot([claim("one", "reproduced", 0.06)]))
+def test_published_and_ours_are_in_one_unit():
+    c = claim("one", "reproduced", 0.06, published=0.047)
+    assert page.ours_text(c) == "+6 points [+5, +7]" and rc.published_text(c) == "+4.7 points"
+    text_only = {**claim("two", "reproduced", 0.06), "published_effect": "+15.3 points"}
+    assert rc.published_text(text_only) == "+15.3 points"
+    assert rc.published_text({**claim("three", "reproduced", 0.06), "published_effect": "lower loss"}) == "lower loss"
 
 
-def test_claims_markdown_escapes_cells_and_keeps_every_contrast():
-    c = claim("one", "reproduced", 0.06)
-    c["statement"] = "a | b"
-    c["contrasts"] = [c["contrast"], {**c["contrast"], "b": "z", "diff_mean": 0.03}]
-    text = render.claims_markdown([c])
-    row = next(line for line in text.splitlines() if line.startswith("| `one`"))
-    assert "a \\| b" in row and "x − y: +0.06 [+0.05, +0.07], margin 0.02, 3 seeds" in row
-    assert "x − z: +0.03" in row and "**reproduced**" in row
+def test_missing_values_show_a_dash_never_nan():
+    broken = claim("gone", "not tested", float("nan"))
+    assert rc.our_effect(broken) is None and page.ours_text(broken) == "–"
+    assert rc.sig(None) == rc.sig(float("nan")) == "–"
+    assert "nan" not in page.claim_details(broken, {}).lower()
+    assert "nan" not in page.index_table([broken]).lower()
 
 
-def test_every_verdict_has_a_colour_and_mismatch_is_not_contradicted():
-    for verdict, _ in stats.VERDICT_RULES:
-        assert verdict in render.VERDICT_CLASS
-    assert render.VERDICT_CLASS["mismatch"] != render.VERDICT_CLASS["contradicted"]
+def test_the_rung_and_the_runs_are_named_for_what_they_are():
+    ladder = {**claim("l", "reproduced", 0.1), "contrast": {**claim("l", "reproduced", 0.1)["contrast"],
+                                                              "metric_key": "at.2400.h.linear"}}
+    assert rc.rung(ladder) == 2400 and rc.realisations(ladder) == (3, "seeds")
+    arms = {"a": {"n": 5, "control": {"cond_a": {}}}, "b": {"n": 5, "control": {"cond_b": {}}}}
+    budget = {**claim("b", "reproduced", 0.1), "arms": arms}
+    assert rc.read_at(budget, {"cond_a": 100, "cond_b": 400}) == "100 / 400 steps"
+    one_seed = {"kind": "single_run", "arms": {"realisations": {"n": 3, "values": [1.0, 1.1, 1.2]}}}
+    assert rc.realisations(one_seed) == (3, "thread-count realisations of one seed")
+    assert rc.realisations({**one_seed, "n_realisations": 4, "realisation_kind": "seeds"}) == (4, "seeds")
 
 
-def test_effects_are_shown_in_the_claims_units():
-    c = {**claim("one", "reproduced", 0.06), "effect_scale": 100, "effect_unit": " points"}
-    assert render.effect_text(c, c["contrast"]) == "+6 points [+5, +7], margin 2 points, 3 seeds"
+def test_a_bound_that_holds_is_within_bound_not_an_exact_match():
+    assert rc.shown_verdict({"kind": "bound", "verdict": "exact match"}) == "within bound"
+    assert rc.shown_verdict({"kind": "exact", "verdict": "exact match"}) == "exact match"
 
 
-def test_a_claim_without_a_measurement_still_gets_a_row():
-    untested = {"id": "gone", "kind": "paired", "statement": "s", "published": "p", "verdict": "not tested",
-                "arms": {}, "contrast": None}
-    assert "| `gone` | s | p | – | **not tested** |  |" in render.claims_markdown([untested])
-
-
-def test_every_amendment_shows_the_verdict_it_replaced():
+def test_the_original_verdict_is_the_first_amendments_previous_one_and_every_change_is_shown():
     c = {**claim("one", "reproduced", 0.06), "amended": [
         {"date": "2026-11-29", "what": "w1", "why": "y1", "previous_verdict": "contradicted"},
-        {"date": "2026-11-30", "what": "w2", "why": "y2", "previous_verdict": "not testable here"}]}
-    cell = render.verdict_cell(c)
-    assert "amended 2026-11-30 (2 times); before: contradicted &rarr; not testable here" in cell
-    single = {**c, "amended": c["amended"][0]}
-    assert "amended 2026-11-29; before: contradicted" in render.verdict_cell(single)
+        {"date": "2026-11-30", "what": "w2", "why": "y2", "previous_verdict": "not testable here",
+         "post_registration": True}]}
+    assert rc.original_verdict(c) == "contradicted" and rc.post_hoc(c)
+    listed = page.amendment_list(c, {})
+    assert "2026-11-29: contradicted → not testable here" in listed
+    assert "2026-11-30 (post-registration): not testable here → reproduced" in listed
+    assert "<b>why</b>: y1" in listed and listed.startswith("<details")
+    table = page.original_vs_current([c, claim("two", "reproduced", 0.06)])
+    assert "original rules" in table
 
 
-def test_the_ladder_figure_draws_each_rungs_means_and_intervals():
-    """Left: each arm's mean at every rung and its untrained control; right: the effect (in the
-    claim's units) with the 95% interval of claims.json as its band."""
-    def rung(step, a, b, diff):
-        arm = lambda m: {"mean": m, "ci95": [m - 0.01, m + 0.01], "n": 5}
-        contrast = {"a": "a", "b": "b", "diff_mean": diff, "diff_ci95": [diff - 0.02, diff + 0.02], "margin": 0.02,
-                    "verdict": "inconclusive", "trend": {"label": "stable"}}
-        return {"step": step, "verdict": "inconclusive", "arms": {"a": arm(a), "b": arm(b)}, "contrasts": [contrast]}
-    c = {"id": "l", "verdict": "inconclusive", "effect_scale": 100, "effect_unit": " points",
-         "published_effect_value": 0.05,
-         "ladder": [rung(300, 0.5, 0.45, 0.05), rung(1200, 0.6, 0.58, 0.02), rung(2400, 0.62, 0.61, 0.01)]}
-    fig = render.ladder_figure(c, {"a": 0.3, "b": None})
-    left, right = fig.axes
-    lines = [line for line in left.lines if len(line.get_xdata()) == 3]
-    assert [list(line.get_ydata()) for line in lines] == [[0.5, 0.6, 0.62], [0.45, 0.58, 0.61]]
-    assert [line.get_ydata()[0] for line in left.lines if len(line.get_xdata()) == 2] == [0.3]   # a's control only
-    effect = next(line for line in right.lines if len(line.get_xdata()) == 3)
-    assert list(effect.get_ydata()) == pytest.approx([5, 2, 1])
-    band = right.collections[0].get_paths()[0].vertices[:, 1]
-    assert min(band) == pytest.approx(-1) and max(band) == pytest.approx(7)
-    assert left.get_xscale() == "log" and "steps" in right.get_xlabel()
-    plt.close(fig)
+def test_key_findings_follow_the_registered_rule():
+    claims = [claim("small", "reproduced", 0.03), claim("big", "contradicted", -0.2),
+              claim("open", "inconclusive", 0.5), claim("doc", "reproduced", 0.9, section="toy2d"),
+              claim("shaky", "reproduced", 0.4, unstable=True),
+              claim("fragile", "reproduced", 0.4, labels=["depends on: probe"])]
+    assert [c["id"] for c in rc.key_findings(claims)] == ["big", "small"]
+
+
+def test_new_fields_are_shown_when_present():
+    c = claim("one", "reproduced", 0.06, labels=["robust", "calibrated"], q_bh=0.012,
+              robustness={"label": "robust", "alternatives": [{"dimension": "probe", "choice": "kNN",
+                                                                "verdict": "reproduced", "diff_mean": 0.05}]},
+              primary={"probe": "linear", "rung": 1200, "basis": "equal images"},
+              convergence={"threshold": 0.01, "converged": False,
+                           "arms": {"x": {"gain": 0.03, "from_step": 1200, "to_step": 2400, "converged": False}}})
+    details = page.claim_details(c, {})
+    assert "kNN" in details and "q (BH)" in details and "equal images" in details and "not converged" in details
+    assert rc.rung(c) == 1200 and rc.robustness(c) == "robust" and rc.is_calibrated(c)
+    assert rc.counts([c])["literature"]["calibrated"] == 1 and not rc.counts([c])["literature"]["judged"]
+
+
+def test_sample_rows_are_one_per_family_or_one_image_per_class():
+    labels = np.array([0, 1, 2, 3, 0, 1, 2, 3])
+    names = ["a", "b", "c", "d"]
+    by_class = figures.sample_rows(labels, names)
+    assert [[n for _, n in row] for _, row in by_class] == [names, names]
+    by_family = figures.sample_rows(labels, names, families=["x", "x", "y", "y"])
+    assert [(f, [n for _, n in row]) for f, row in by_family] == [("x", ["a", "b"]), ("y", ["c", "d"])]
+    images = np.random.default_rng(0).random((8, 3, 4, 4))
+    plt.close(figures.sample_grid(images, by_family))
+
+
+def test_ids_outside_the_safe_alphabet_become_a_digest():
+    assert rc.slug("moco-m0-fails_short") == "moco-m0-fails_short"
+    assert re.fullmatch(r"id-[0-9a-f]{12}", rc.slug("x' onmouseover='1"))
+
+
+def test_claims_markdown_escapes_cells_and_folds_the_documents_examples():
+    lit = {**claim("one", "reproduced", 0.06), "note": "a | b <i>"}
+    doc = {**claim("doc", "exact match", 0.0, section="toy2d"), "contrast": None}
+    text = render_markdown.claims_markdown([lit, doc])
+    row = next(line for line in text.splitlines() if line.startswith("| `one`"))
+    assert "+6 points [+5, +7]" in row and "**reproduced**" in row and "<i>" not in text
+    assert text.index("<details>") < text.index("| `doc`")
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="no committed reports/claims.json")
+def test_the_committed_key_findings_name_real_claims_with_their_verdicts():
+    claims = {c["id"]: c for c in rc.load_claims(COMMITTED)}
+    html = (ROOT / "reports" / "report.html").read_text()
+    findings = re.search(r"<ol class=.findings.>(.*?)</ol>", html, re.S).group(1)
+    shown = re.findall(r"<li><a href=.#claim-([^'\"]+).>.*?<span class=.v [a-z]+.>\S+ ([^<]+)</span>", findings)
+    assert 3 <= len(shown) <= 6
+    assert [i for i, _ in shown] == [c["id"] for c in rc.key_findings(claims.values())]
+    for cid, verdict in shown:
+        assert claims[cid]["verdict"] == verdict
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="no committed reports/claims.json")
+def test_the_committed_claims_md_has_one_row_per_literature_claim_with_both_effects():
+    claims = rc.load_claims(COMMITTED)
+    rows = [line for line in (ROOT / "reports" / "claims.md").read_text().splitlines() if line.startswith("| `")]
+    for c in (c for c in claims if rc.origin(c) == "literature"):
+        mine = [r for r in rows if r.startswith(f"| `{c['id']}` |")]
+        assert len(mine) == 1, c["id"]
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", mine[0])[1:-1]]
+        assert cells[2] == render_markdown.cell(rc.published_text(c))         # published, in the claim's unit
+        assert cells[3] == render_markdown.cell(render_markdown.ours(c))      # ours, in the same unit

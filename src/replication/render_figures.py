@@ -1,0 +1,252 @@
+"""The report's figures, each an inline SVG with alt text: the forest plot, published against ours,
+the scale-ladder grid, sample images and augmented views, and the seed plot the sections use.
+
+Colours are the Okabe-Ito palette (safe for colour-blind readers), and every verdict also has its
+own marker shape, so colour is never the only cue.
+"""
+import html
+import io
+import re
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .render_claims import contrasts, in_margins, number, published_effect, scale_unit, verdict_rank
+
+STYLE = {"reproduced": ("#009E73", "o"), "contradicted": ("#D55E00", "s"), "no meaningful effect": ("#0072B2", "D"),
+         "inconclusive": ("#E69F00", "^"), "not testable here": ("#999999", "x"), "not tested": ("#999999", "x")}
+CLIP = 10          # the forest plot's x axis ends at +-CLIP margins; rows beyond end in an arrow
+
+
+def svg_markup(fig, alt, key):
+    """The figure as inline SVG markup labelled with `alt`; its ids carry the prefix `key` so that
+    several figures on one page never share an id. The figure is closed."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": key}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buffer.getvalue()
+    text = text[text.index("<svg"):]
+    defined = set(re.findall(r'\bid="([^"]+)"', text))
+    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{key}-{m.group(1)}"', text)
+    text = re.sub(r'(url\(#|href="#)([^")]+)',
+                  lambda m: m.group(1) + (f"{key}-{m.group(2)}" if m.group(2) in defined else m.group(2)), text)
+    label = html.escape(alt, quote=True)
+    return re.sub(r"<svg\b", f'<svg role="img" aria-label="{label}"', text, count=1).replace(
+        ">", f"><title>{label}</title>", 1)
+
+
+def figure_html(fig, alt, caption, key):
+    """A matplotlib figure as an inline SVG with alt text and a caption; the figure is closed."""
+    return f"<figure>{svg_markup(fig, alt, key)}<figcaption>{html.escape(caption)}</figcaption></figure>"
+
+
+def forest_rows(claims):
+    """One row per contrast with an effect: claim id, label, effect and interval in units of its
+    margin, the published effect (same unit) where known, and the claim's verdict; grouped by
+    verdict, largest effect first within a group."""
+    rows = []
+    for claim in claims:
+        published = published_effect(claim)
+        for i, c in enumerate(contrasts(claim)):
+            mean, margin = number(c.get("diff_mean")), number(c.get("margin"))
+            lo, hi = (number(v) for v in (c.get("diff_ci95") or [None, None]))
+            if mean is None or not margin or lo is None or hi is None:
+                continue
+            scale, _ = scale_unit(claim)
+            arms = f" ({c.get('a')} − {c.get('b')})" if len(contrasts(claim)) > 1 else ""
+            rows.append({"claim": claim["id"], "verdict": claim["verdict"], "effect": mean / margin,
+                         "lo": lo / margin, "hi": hi / margin,
+                         "label": f"{claim['id']}{arms}",
+                         "published": published / (scale * margin) if published is not None and i == 0 else None,
+                         "order": (verdict_rank(claim["verdict"]), -(in_margins(claim) or 0), i)})
+    return sorted(rows, key=lambda r: r["order"])
+
+
+def _arrow(ax, x, y, colour):
+    """A clipped interval's arrow head at the axis edge."""
+    ax.plot([x], [y], marker=">" if x > 0 else "<", color=colour, ms=7, clip_on=False)
+
+
+def forest_plot(claims):
+    """Every contrast's effect and 95% interval in units of its own margin (the band from -1 to 1 is
+    'no meaningful effect'), grouped by verdict; each row links to its claim (#claim-<id>)."""
+    rows = forest_rows(claims)
+    fig, ax = plt.subplots(figsize=(11, 0.24 * len(rows) + 1.6))
+    ax.axvspan(-1, 1, color="#eeeeee", zorder=0)
+    ax.axvline(0, color="grey", lw=0.8)
+    labels = []
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        colour, marker = STYLE.get(r["verdict"], ("#999999", "x"))
+        lo, hi = max(r["lo"], -CLIP), min(r["hi"], CLIP)
+        line, = ax.plot([lo, hi], [y, y], color=colour, lw=2)
+        point, = ax.plot([min(max(r["effect"], -CLIP), CLIP)], [y], marker, color=colour, ms=6,
+                         mfc="white" if r["verdict"] not in STYLE or "not" in r["verdict"] else colour)
+        for artist in (line, point):
+            artist.set_url(f"#claim-{r['claim']}")
+        for edge in (x for x in (r["lo"], r["hi"]) if abs(x) > CLIP):
+            _arrow(ax, CLIP if edge > 0 else -CLIP, y, colour)
+        if abs(r["effect"]) > CLIP:       # the point itself is off the axis: its value beside the arrow
+            side = 1 if r["effect"] > 0 else -1
+            ax.text(side * (CLIP - 0.3), y, f"{r['effect']:+.0f}", ha="right" if side > 0 else "left", va="center",
+                    fontsize=8, color=colour)
+        if r["published"] is not None:
+            ax.plot([min(max(r["published"], -CLIP), CLIP)], [y], "|", color="black", ms=11, mew=2)
+        labels.append(r["label"])
+    ax.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=9)
+    for tick, r in zip(ax.get_yticklabels(), reversed(rows)):
+        tick.set_url(f"#claim-{r['claim']}")
+    for i in range(1, len(rows)):        # a rule between verdict groups
+        if rows[i]["verdict"] != rows[i - 1]["verdict"]:
+            ax.axhline(len(rows) - i - 0.5, color="#555555", lw=0.6, ls=":")
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlim(-CLIP, CLIP)
+    ax.set_xlabel(f"effect in the claimed direction, in multiples of the claim's margin (axis ends at ±{CLIP}; "
+                  "an arrow marks an interval beyond it)")
+    handles = [plt.Line2D([], [], color=c, marker=m, lw=2, label=v) for v, (c, m) in STYLE.items()
+               if v != "not tested" and any(r["verdict"] == v for r in rows)]
+    handles.append(plt.Line2D([], [], color="black", marker="|", ms=11, mew=2, lw=0, label="published effect"))
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=9,
+               frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def published_vs_ours(claims):
+    """One point per claim with both a published and our effect, in the claim's unit: x published,
+    y ours with its 95% interval; the diagonal is agreement in size, the shaded quadrants agreement in
+    sign. Points are numbered; the key beside the axes names each claim (and links to it)."""
+    points = [(published_effect(c), c) for c in claims if published_effect(c) is not None
+              and number((c.get("contrast") or {}).get("diff_mean")) is not None]
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    if not points:
+        ax.text(0.5, 0.5, "no claim has both a published and our effect", ha="center", transform=ax.transAxes)
+        return fig
+    points.sort(key=lambda p: p[0])
+    scaled = lambda c, v: scale_unit(c)[0] * v
+    ys = [scaled(c, c["contrast"]["diff_mean"]) for _, c in points]
+    spans = [scaled(c, v) for _, c in points for v in c["contrast"]["diff_ci95"]]
+    lo, hi = min(0, *spans, *(x for x, _ in points)), max(0, *spans, *(x for x, _ in points))
+    pad = 0.06 * (hi - lo)
+    lo, hi = lo - pad, hi + pad
+    ax.fill_between([0, hi], 0, hi, color="#e8f4ee", zorder=0)
+    ax.fill_between([lo, 0], lo, 0, color="#e8f4ee", zorder=0)
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--")
+    ax.axhline(0, color="grey", lw=0.6), ax.axvline(0, color="grey", lw=0.6)
+    for i, ((x, c), y) in enumerate(zip(points, ys)):
+        colour, marker = STYLE.get(c["verdict"], ("#999999", "x"))
+        bottom, top = (scaled(c, v) for v in c["contrast"]["diff_ci95"])
+        bar, = ax.plot([x, x], [bottom, top], color=colour, lw=1.5)
+        dot, = ax.plot([x], [y], marker, color=colour, ms=7)
+        for artist in (bar, dot):
+            artist.set_url(f"#claim-{c['id']}")
+        ax.annotate(str(i + 1), (x, y), textcoords="offset points", xytext=(4, 4 if i % 2 else -10), fontsize=8)
+        fig.text(0.7, 0.92 - i * 0.85 / len(points), f"{i + 1}  {c['id']}", fontsize=8, color=colour,
+                 url=f"#claim-{c['id']}")
+    ax.set_xlim(lo, hi), ax.set_ylim(lo, hi), ax.set_aspect("equal")
+    units = sorted({scale_unit(c)[1].strip() or "the claim's unit" for _, c in points})
+    ax.set_xlabel(f"published effect ({', '.join(units)})"), ax.set_ylabel(f"our effect ({', '.join(units)})")
+    fig.subplots_adjust(left=0.08, right=0.66)
+    return fig
+
+
+def ladder_grid(claims, columns=6):
+    """One small panel per ladder claim: the primary effect (claim's unit) and its 95% interval
+    against training steps (log axis), the margin band and the published effect."""
+    ladder = [c for c in claims if c.get("ladder")]
+    rows = max(1, -(-len(ladder) // columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(2.35 * columns, 2.1 * rows), squeeze=False)
+    for ax, claim in zip(axes.flat, ladder):
+        scale, unit = scale_unit(claim)
+        steps, mean, lo, hi = [], [], [], []
+        for rung in claim["ladder"]:
+            c = (rung.get("contrasts") or [{}])[0]
+            if number(c.get("diff_mean")) is None:
+                continue
+            steps.append(rung["step"]), mean.append(scale * c["diff_mean"])
+            lo.append(scale * c["diff_ci95"][0]), hi.append(scale * c["diff_ci95"][1])
+        colour, marker = STYLE.get(claim["verdict"], ("#999999", "x"))
+        margin = scale * (number((claim.get("contrast") or {}).get("margin")) or 0)
+        ax.axhspan(-margin, margin, color="#e6e6e6", zorder=0)
+        ax.axhline(0, color="grey", lw=0.6)
+        if steps:
+            ax.plot(steps, mean, marker + "-", color=colour, ms=4)
+            ax.fill_between(steps, lo, hi, color=colour, alpha=0.2)
+            step_axis(ax, steps, fontsize=6.5)
+        if published_effect(claim) is not None:
+            ax.axhline(published_effect(claim), color="black", ls=":", lw=1)
+        ax.tick_params(axis="y", labelsize=6.5)
+        ax.set_title(f"{claim['id']}\n{claim['verdict']}; trend: {claim.get('trend') or '–'}", fontsize=7,
+                     url=f"#claim-{claim['id']}")
+        ax.set_ylabel(unit.strip() or "effect", fontsize=7)
+    for ax in list(axes.flat)[len(ladder):]:
+        ax.axis("off")
+    fig.supxlabel("training steps (log scale)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def step_axis(ax, steps, fontsize=8):
+    """A log-scaled steps axis labelled at the rungs only."""
+    from matplotlib.ticker import NullLocator
+    ax.set_xscale("log")
+    ax.set_xticks(list(steps), [f"{int(s):,}" for s in steps], fontsize=fontsize)
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def sample_rows(labels, names, families=None, per_row=10, most_rows=12, examples=2):
+    """Which images to show: [(row title, [(index, class name), ...]), ...]. With `families` (a family
+    or superclass name per class) one row per family, one image per class of it; otherwise
+    `examples` rows of one image per class. At most `most_rows` rows of `per_row` images."""
+    labels = np.asarray(labels)
+    present = [k for k in range(len(names)) if (labels == k).sum() >= examples]
+    pick = lambda k, j=0: int(np.flatnonzero(labels == k)[j])
+    if families:
+        members = {}
+        for k in present:
+            members.setdefault(families[k], []).append(k)
+        return [(family, [(pick(k), names[k]) for k in ks[:per_row]]) for family, ks in list(members.items())[:most_rows]]
+    return [(None, [(pick(k, j), names[k]) for k in present[:per_row]]) for j in range(min(examples, most_rows))]
+
+
+def sample_grid(images, rows):
+    """The images of `sample_rows`, each titled with its class, a row's family at its left."""
+    width = max(len(row) for _, row in rows)
+    fig, axes = plt.subplots(len(rows), width, figsize=(0.95 * width, 1.1 * len(rows)), squeeze=False)
+    for line, (family, row) in zip(axes, rows):
+        for ax, (i, name) in zip(line, row):
+            ax.imshow(np.transpose(np.asarray(images[i]), (1, 2, 0)).clip(0, 1), interpolation="nearest")
+            ax.set_title(name, fontsize=7)
+        if family:
+            line[0].set_ylabel(family, fontsize=7, rotation=0, ha="right")
+    for ax in axes.flat:
+        ax.set_xticks([]), ax.set_yticks([])
+        if not ax.images:
+            ax.axis("off")
+    return fig
+
+
+def views_row(original, views):
+    """One image and its augmented views in a row."""
+    fig, axes = plt.subplots(1, len(views) + 1, figsize=(0.95 * (len(views) + 1), 1.2))
+    for ax, image, title in zip(axes, [original, *views], ["original"] + [f"view {i + 1}" for i in range(len(views))]):
+        ax.imshow(np.transpose(np.asarray(image), (1, 2, 0)).clip(0, 1), interpolation="nearest")
+        ax.set_title(title, fontsize=7), ax.set_xticks([]), ax.set_yticks([])
+    return fig
+
+
+def seed_plot(ax, df, x, y, hue=None, order=None):
+    """Every seed a dot; the mean and its 95% t-interval (the tables' interval) as a black bar."""
+    import seaborn as sns
+
+    from .stats import t_interval
+    levels = df[hue].nunique() if hue else 1
+    dodge = levels > 1              # seaborn divides by (levels - 1) when it dodges
+    sns.stripplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=dodge, alpha=0.6, size=5, jitter=0.15)
+    sns.pointplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=0.4 if dodge else False,
+                  errorbar=lambda values: tuple(t_interval(values)), linestyle="none", markers="_", markersize=18,
+                  palette=["black"] * levels if hue else None, color=None if hue else "black", legend=False)
+    return ax

@@ -1,0 +1,333 @@
+"""The report's HTML pieces: the first screen (key findings, trust and counts lines), the legend of
+terms, the claim index, the verdicts under the original rules, each claim's details with its
+amendments, and the bibliography. Every string that comes from a file is escaped here (`esc`),
+in text and in attributes; anchors use `slug`.
+"""
+import html
+from collections import Counter
+
+from . import render_claims as rc
+from .render_claims import slug
+
+SHAPE = {"reproduced": "●", "contradicted": "■", "no meaningful effect": "◆", "inconclusive": "▲",
+         "not testable here": "✕", "not tested": "✕", "exact match": "●", "within bound": "●", "mismatch": "■"}
+CLASS = {"reproduced": "ok", "exact match": "ok", "within bound": "ok", "contradicted": "bad", "mismatch": "bad",
+         "no meaningful effect": "null", "inconclusive": "open", "not testable here": "grey", "not tested": "grey"}
+
+DOCUMENTS = [   # the three source documents, by their titles
+    ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
+                                  "SimCLR in PyTorch)"),
+    ("B", "Contrastive Learning Intuition: InfoNCE, Temperature, Alignment and Uniformity",
+     "a blog post with a NumPy experiment on the unit circle"),
+    ("N", "Contrastive Learning", "a short note on InfoNCE"),
+]
+PAPERS = [   # (short name as the registry's sources cite it, reference, link)
+    ("SimCLR", "Chen, Kornblith, Norouzi, Hinton (2020). A simple framework for contrastive learning of visual "
+               "representations", "https://arxiv.org/abs/2002.05709"),
+    ("MoCo", "He, Fan, Wu, Xie, Girshick (2020). Momentum contrast for unsupervised visual representation learning",
+     "https://arxiv.org/abs/1911.05722"),
+    ("MoCo v2", "Chen, Fan, Girshick, He (2020). Improved baselines with momentum contrastive learning",
+     "https://arxiv.org/abs/2003.04297"),
+    ("SupCon", "Khosla et al. (2020). Supervised contrastive learning", "https://arxiv.org/abs/2004.11362"),
+    ("Wang & Isola", "Wang, Isola (2020). Understanding contrastive representation learning through alignment and "
+                     "uniformity on the hypersphere", "https://arxiv.org/abs/2005.10242"),
+    ("Wang & Liu", "Wang, Liu (2021). Understanding the behaviour of contrastive loss",
+     "https://arxiv.org/abs/2012.09740"),
+    ("SigLIP", "Zhai, Mustafa, Kolesnikov, Beyer (2023). Sigmoid loss for language image pre-training",
+     "https://arxiv.org/abs/2303.15343"),
+    ("CLIP", "Radford et al. (2021). Learning transferable visual models from natural language supervision",
+     "https://arxiv.org/abs/2103.00020"),
+    ("Wu et al.", "Wu, Xiong, Yu, Lin (2018). Unsupervised feature learning via non-parametric instance "
+                  "discrimination", "https://arxiv.org/abs/1805.01978"),
+    ("CPC", "van den Oord, Li, Vinyals (2018). Representation learning with contrastive predictive coding",
+     "https://arxiv.org/abs/1807.03748"),
+    ("FaceNet", "Schroff, Kalenichenko, Philbin (2015). FaceNet: a unified embedding for face recognition and "
+                "clustering", "https://arxiv.org/abs/1503.03832"),
+    ("N-pair", "Sohn (2016). Improved deep metric learning with multi-class N-pair loss objective. NeurIPS 2016",
+     "https://papers.nips.cc/paper/2016/hash/6b180037e76c8e7a27d6b3d52e1d5dc8-Abstract.html"),
+    ("Poole et al.", "Poole, Ozair, van den Oord, Alemi, Tucker (2019). On variational bounds of mutual information",
+     "https://arxiv.org/abs/1905.06922"),
+    ("Debiased", "Chuang, Robinson, Lin, Torralba, Jegelka (2020). Debiased contrastive learning",
+     "https://arxiv.org/abs/2007.00224"),
+]
+
+TERMS = [   # terms the page uses besides the verdicts and trends, defined once
+    ("effect", "the paired per-seed difference between the claim's two arms, signed so that positive supports the "
+               "claim, in the claim's unit (points of accuracy, nats, ...), with its 95% t-interval"),
+    ("margin", "the smallest effect the registry counts as meaningful, fixed per claim in analysis/claims.yaml "
+               "before the run"),
+    ("at", "the training length (steps) at which the figure is read; the scale ladder's top rung for ladder claims"),
+    ("n", "how many independent runs stand behind a figure: seeds, or thread-count realisations of one seed "
+          "(the same seed run at several thread counts, which differ only in float summation order)"),
+    ("literature / document", "a claim about a published paper's result, or one of the documents' own printed "
+                              "examples and analytic facts"),
+    ("trend", "how a ladder claim's effect moves with training length: the slope of the effect against "
+              "log10(steps), labelled by the rules below"),
+    ("unstable", "the verdict would change if the interval moved by half a standard error (or by the shift a "
+                 "second float realisation showed)"),
+    ("amended", "a verdict rule changed after results were seen; shown with what changed, why, and the verdict "
+                "before → after"),
+    ("post hoc", "amended after the registration (analysis/registration.json) froze the rules"),
+    ("calibrated", "a setting fixed against the figure under test; such a figure is not counted as judged"),
+    ("robust", "the verdict holds under every registered alternative analysis (other probes, rungs, compute bases)"),
+    ("depends on: …", "the verdict changes under the named alternative (probe, rung or basis)"),
+    ("realisation", "the figure rests on realisations of one seed rather than on independent seeds"),
+    ("not converged", "an arm still moved by more than the registered threshold between the last two rungs"),
+    ("q (BH)", "Benjamini-Hochberg q-value over the registry: shown as a screen, decides nothing"),
+    ("–", "a value that does not exist for this claim (never measured, or not applicable)"),
+]
+
+DOCUMENT_VERDICTS = [
+    ("exact match", "a printed number reproduced to half a unit of its last printed digit"),
+    ("within bound", "a printed or analytic bound holds (for example a gradient error below 1e-8)"),
+    ("mismatch", "a printed number not reproduced to its digit (often float summation order, not a contradiction)"),
+    ("not tested", "the study cannot test it; the claim says why"),
+]
+
+
+def esc(text):
+    """Any value as HTML text, safe in element content and in quoted attributes."""
+    return html.escape("–" if text is None else str(text), quote=True)
+
+
+def badge(verdict):
+    """A verdict with its shape and colour (the shape is the cue that survives grey print)."""
+    return f"<span class='v {CLASS.get(verdict, 'grey')}'>{SHAPE.get(verdict, '·')} {esc(verdict)}</span>"
+
+
+def link(claim):
+    return f"<a href='#claim-{slug(claim['id'])}'><code>{esc(claim['id'])}</code></a>"
+
+
+def ours_text(claim):
+    """Our effect in the claim's unit with its interval, or our value for a claim without one."""
+    effect = rc.our_effect(claim)
+    return rc.effect_text(effect) if effect else rc.our_value(claim)
+
+
+def runs_text(claim):
+    count, kind = rc.realisations(claim)
+    return "–" if count is None else f"{count} {kind}"
+
+
+def at_text(claim):
+    return claim.get("read_at") or rc.read_at(claim, {})
+
+
+def finding_line(claim):
+    """A key finding in one line, linked to its claim."""
+    published = rc.published_text(claim)
+    return (f"<li>{link(claim)} {esc(claim['statement'])} {badge(claim['verdict'])}: ours {esc(ours_text(claim))} "
+            f"at {esc(at_text(claim))}, published {esc(published)}; {esc(runs_text(claim))}.</li>")
+
+
+def counts_line(claims):
+    """The counts, literature and documents apart; 'not tested' and calibrated figures outside 'judged'."""
+    parts = []
+    for group, title in (("literature", "Literature claims"), ("document", "Documents' own examples")):
+        c = rc.counts(claims)[group]
+        judged = sum(c["judged"].values())
+        verdicts = ", ".join(f"{n} {badge(v)}" for v, n in sorted(c["judged"].items(), key=lambda i: rc.verdict_rank(i[0])))
+        outside = ", ".join(f"{n} {esc(v)}" for v, n in c["not judged"].items())
+        calibrated = f"; {c['calibrated']} calibrated" if c["calibrated"] else ""
+        parts.append(f"<b>{title}</b> ({c['total']}): {judged} judged: {verdicts or '–'}; not judged: "
+                     f"{outside or '–'}{calibrated}.")
+    return "<p class='counts'>" + " ".join(parts) + "</p>"
+
+
+def trust_line(claims, scale):
+    """How far to trust the findings: the scale, the runs, how many verdicts are robust, post hoc,
+    calibrated or amended."""
+    literature = [c for c in claims if rc.origin(c) == "literature" and c["verdict"] in rc.JUDGED]
+    labelled = [c for c in literature if rc.robustness(c)]
+    robust = (f"{sum(rc.robustness(c) == 'robust' for c in labelled)} of {len(literature)} literature verdicts "
+              f"robust to the registered alternatives" if labelled else
+              f"robustness to the registered alternatives: – (not in claims.json yet); "
+              f"{sum(not rc.labels(c) for c in literature)} of {len(literature)} literature verdicts carry no "
+              f"'unstable' flag")
+    runs = Counter(rc.realisations(c) for c in literature if rc.realisations(c)[0])
+    common = ", ".join(f"{n} {kind}" for (n, kind), _ in runs.most_common(2)) or "–"
+    amended = [c for c in claims if rc.amendments(c)]
+    changed = sum(rc.original_verdict(c) != c["verdict"] for c in amended)
+    return (f"<p class='trust'><b>How far to trust them.</b> {esc(scale)}; runs per figure: {esc(common)}; "
+            f"{robust}; {sum(rc.post_hoc(c) for c in claims)} post hoc, "
+            f"{sum(rc.is_calibrated(c) for c in claims)} calibrated; {len(amended)} claims amended after results "
+            f"were seen, {changed} of them with a changed verdict (see the table of original verdicts).</p>")
+
+
+def first_screen(claims, title, scale):
+    """Title, key findings, the trust line and the counts: what the first 1,000 px must hold."""
+    findings = "".join(finding_line(c) for c in rc.key_findings(claims))
+    return (f"<h1>{esc(title)}</h1><h2 id='sec-findings'>Key findings</h2><ol class='findings'>{findings}</ol>"
+            f"<p class='rule'>{esc(rc.KEY_FINDINGS_RULE)}</p>{trust_line(claims, scale)}{counts_line(claims)}")
+
+
+def definition_list(pairs, verdicts=False):
+    items = "".join(f"<dt>{badge(term) if verdicts else esc(term)}</dt><dd>{esc(rule)}</dd>" for term, rule in pairs)
+    return f"<dl class='legend'>{items}</dl>"
+
+
+def legend(verdict_rules, trend_rules):
+    """Every term of the page, defined once, at the top."""
+    return ("<h2 id='sec-legend'>Legend</h2>"
+            "<p>Verdicts of the literature's claims (m: the claim's margin; lo, hi: the 95% interval of the effect):</p>"
+            + definition_list(verdict_rules, verdicts=True)
+            + "<p>Verdicts of the documents' printed examples and analytic facts:</p>"
+            + definition_list(DOCUMENT_VERDICTS, verdicts=True)
+            + "<p>Trends along the scale ladder (b: the slope per decade of steps):</p>"
+            + definition_list(trend_rules) + "<p>Other terms:</p>" + definition_list(TERMS))
+
+
+def index_table(claims):
+    """One line per claim: verdict (and the original one when it changed), published and our effect
+    in one unit, the rung, the runs and the robustness label."""
+    head = ("<tr><th>claim</th><th>verdict</th><th>published</th><th>ours [95% interval]</th><th>at</th>"
+            "<th>n</th><th>labels</th></tr>")
+    rows = []
+    for c in claims:
+        was = rc.original_verdict(c)
+        before = f" <small>(was {esc(was)})</small>" if was != c["verdict"] else ""
+        tags = [rc.robustness(c)] if rc.robustness(c) else []
+        tags += [t for t in rc.labels(c) if t not in tags and t != "robust" and not t.startswith("depends on")]
+        rows.append(f"<tr><td>{link(c)}</td><td>{badge(c['verdict'])}{before}</td><td>{esc(rc.published_text(c))}</td>"
+                    f"<td>{esc(ours_text(c))}</td><td>{esc(at_text(c))}</td><td>{esc(runs_text(c))}</td>"
+                    f"<td>{esc(', '.join(tags) or '–')}</td></tr>")
+    return f"<table class='index'>{head}{''.join(rows)}</table>"
+
+
+def original_vs_current(claims):
+    """A cross table: verdicts under the rules registered first (rows) against the current ones."""
+    pairs = Counter((rc.original_verdict(c), c["verdict"]) for c in claims)
+    before = sorted({b for b, _ in pairs}, key=rc.verdict_rank)
+    now = sorted({a for _, a in pairs}, key=rc.verdict_rank)
+    head = "<tr><th>original rules ↓ / now →</th>" + "".join(f"<th>{badge(v)}</th>" for v in now) + "<th>total</th></tr>"
+    body = "".join(f"<tr><th>{badge(b)}</th>" + "".join(
+        f"<td class='{'same' if a == b else ''}'>{pairs.get((b, a), '') or ''}</td>" for a in now)
+        + f"<td>{sum(pairs.get((b, a), 0) for a in now)}</td></tr>" for b in before)
+    return f"<table class='crosstab'>{head}{body}</table>"
+
+
+def shared_amendments(claims):
+    """Amendments that several claims share, numbered once: {(date, what, why): 'A1', ...}."""
+    seen = Counter((a.get("date"), a.get("what"), a.get("why")) for c in claims for a in rc.amendments(c))
+    shared = [key for key, n in seen.items() if n > 1]
+    return {key: f"A{i + 1}" for i, key in enumerate(shared)}
+
+
+def amendment_list(claim, shared):
+    """Each amendment of a claim inline: date, verdict before → after, what and why (a shared
+    amendment's text is printed once, in the Amendments section, and linked)."""
+    history = rc.amendments(claim)
+    after = [a.get("previous_verdict") for a in history[1:]] + [claim["verdict"]]
+    items = []
+    for a, now in zip(history, after):
+        key = (a.get("date"), a.get("what"), a.get("why"))
+        flag = " (post-registration)" if a.get("post_registration") else ""
+        head = f"{esc(a.get('date'))}{flag}: {esc(a.get('previous_verdict'))} → {esc(now)}"
+        if key in shared:
+            body = f"What and why: <a href='#amend-{shared[key]}'>{shared[key]}</a> (shared with other claims)"
+        else:
+            body = f"<b>what</b>: {esc(a.get('what'))} <b>why</b>: {esc(a.get('why'))}"
+        items.append(f"<li>{head}. {body}</li>")
+    return f"<details class='amend'><summary>amended {len(history)}×</summary><ul>{''.join(items)}</ul></details>" \
+        if items else ""
+
+
+def amendments_section(claims, shared):
+    """The shared amendments' full text, each once, with the claims it changed."""
+    items = []
+    for key, name in shared.items():
+        date, what, why = key
+        members = [c for c in claims if key in {(a.get("date"), a.get("what"), a.get("why")) for a in rc.amendments(c)}]
+        items.append(f"<li id='amend-{name}'><b>{name}</b> ({esc(date)}, {len(members)} claims: "
+                     f"{', '.join(link(c) for c in members)}). <b>what</b>: {esc(what)} <b>why</b>: {esc(why)}</li>")
+    return (f"<details class='shared'><summary>The {len(items)} amendments shared by several claims: what "
+            f"changed and why</summary><ol class='amendments'>{''.join(items)}</ol></details>")
+
+
+def contrast_lines(claim):
+    """Every contrast of a claim: arms, effect in the claim's unit, margin, verdict and q."""
+    scale, unit = rc.scale_unit(claim)
+    lines = []
+    for c in rc.contrasts(claim):
+        mean, ci = rc.number(c.get("diff_mean")), c.get("diff_ci95") or [None, None]
+        if mean is None:
+            lines.append(f"{esc(c.get('a'))} − {esc(c.get('b'))}: {esc(c.get('reason') or '–')}")
+            continue
+        lo, hi, margin = (rc.number(v) for v in (*ci, c.get("margin")))
+        interval = f" [{scale * lo:+.3g}, {scale * hi:+.3g}]" if lo is not None and hi is not None else ""
+        margin_text = f", margin ±{scale * margin:.3g}{unit}" if margin is not None else ""
+        extra = f", basis: {esc(c['basis'])}" if c.get("basis") else ""
+        flag = ", unstable" if c.get("unstable") else ""
+        lines.append(f"{esc(c.get('a'))} − {esc(c.get('b'))}: {scale * mean:+.3g}{esc(unit)}{interval}"
+                     f"{esc(margin_text)}{extra}: {badge(c.get('verdict'))}{flag}")
+    return lines
+
+
+def robustness_table(claim):
+    """The registered alternatives and their verdicts, when claims.json has them."""
+    alternatives = (claim.get("robustness") or {}).get("alternatives") or []
+    if not alternatives:
+        return ""
+    rows = "".join(f"<tr><td>{esc(a.get('dimension'))}</td><td>{esc(a.get('choice'))}</td>"
+                   f"<td>{badge(a.get('verdict'))}</td><td>{esc(rc.sig(a.get('diff_mean'), 3))}</td></tr>"
+                   for a in alternatives)
+    return ("<table class='small'><tr><th>alternative</th><th>choice</th><th>verdict</th><th>effect</th></tr>"
+            f"{rows}</table>")
+
+
+def convergence_text(claim):
+    conv = claim.get("convergence") or {}
+    arms = conv.get("arms") or {}
+    if not arms:
+        return None
+    return "; ".join(f"{esc(name)}: {'converged' if a.get('converged') else 'not converged'} (gain "
+                     f"{esc(rc.sig(a.get('gain'), 3))} from {esc(a.get('from_step'))} to {esc(a.get('to_step'))} steps)"
+                     for name, a in arms.items())
+
+
+def rung_steps(rung):
+    step = rc.number(rung.get("step"))
+    return "–" if step is None else f"{int(step):,} steps"
+
+
+def claim_details(claim, shared):
+    """A claim in full, folded: statement, source, published and ours, the analysis, the note and
+    the amendments. Its anchor (#claim-<id>) is the only one on the page."""
+    rows = [("source", esc(claim.get("source"))), ("published", esc(claim.get("published"))),
+            ("published effect", esc(claim.get("published_effect"))), ("measured", esc(claim.get("metric")))]
+    lines = contrast_lines(claim)
+    rows.append(("ours", "<br>".join(lines) if lines else esc(rc.our_value(claim))))
+    primary = claim.get("primary") or {}
+    if primary:
+        rows.append(("primary analysis", esc(", ".join(f"{k} {v}" for k, v in primary.items()))))
+    if claim.get("ladder"):
+        steps = ", ".join(f"{esc(rung_steps(r))}: {badge(r.get('verdict'))}" for r in claim["ladder"])
+        rows.append(("along the ladder", f"{steps}; trend: {esc(claim.get('trend'))}"))
+    if rc.number(claim.get("q_bh")) is not None:
+        rows.append(("q (BH)", esc(rc.sig(claim["q_bh"], 2))))
+    if convergence_text(claim):
+        rows.append(("convergence", convergence_text(claim)))
+    rows.append(("note", esc(rc.note_without_effect(claim.get("note")) or "–")))
+    table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return (f"<details class='claim' id='claim-{slug(claim['id'])}'><summary><code>{esc(claim['id'])}</code> "
+            f"{badge(claim['verdict'])} {esc(claim['statement'])}</summary><table class='detail'>{table}</table>"
+            f"{robustness_table(claim)}{amendment_list(claim, shared)}</details>")
+
+
+def claim_list(claims, shared):
+    return "".join(claim_details(c, shared) for c in claims)
+
+
+def toc(entries):
+    """The table of contents, kept in view beside the page."""
+    items = "".join(f"<li><a href='#sec-{esc(name)}'>{esc(title)}</a></li>" for name, title in entries)
+    return f"<nav class='toc'><b>Contents</b><ul>{items}</ul></nav>"
+
+
+def bibliography():
+    """The three source documents by title, and every paper the registry cites, with links."""
+    documents = "".join(f"<li>[{key}] “{esc(title)}”: {esc(what)}.</li>" for key, title, what in DOCUMENTS)
+    papers = "".join(f"<li>{esc(name)}: {esc(ref)}. <a href='{esc(url)}'>{esc(url.split('//')[1])}</a></li>"
+                     for name, ref, url in PAPERS)
+    return f"<p>Source documents:</p><ul>{documents}</ul><p>Papers they cite, tested here:</p><ul>{papers}</ul>"

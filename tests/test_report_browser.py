@@ -1,0 +1,101 @@
+"""The committed report, opened in headless Chromium (no network) at 1,400 x 1,000 px as a reader would:
+the key findings and the counts line on the first screen, at most 25 screens, every figure an SVG
+with alt text, no NaN, every claim id once as an anchor, the table of contents always in view."""
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from replication.render_claims import slug
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT = ROOT / "reports" / "report.html"
+WIDTH, HEIGHT = 1400, 1000
+
+MEASURE = """<script>window.addEventListener('load', () => {
+  document.querySelectorAll('script').forEach(s => s.remove());     // measure the page, not this script
+  const bottom = s => { const e = document.querySelector(s); return e ? e.getBoundingClientRect().bottom : null; };
+  const figures = [...document.querySelectorAll('figure')];
+  const words = t => t.split(/\\s+/).filter(w => w).length;
+  const nav = document.querySelector('nav.toc');
+  document.body.insertAdjacentHTML('beforeend', '<pre id="measured">' + JSON.stringify({
+    height: document.documentElement.scrollHeight, findings: bottom('ol.findings'), counts: bottom('p.counts'),
+    findings_shown: document.querySelectorAll('ol.findings li').length,
+    figures: figures.length,
+    svg_with_alt: figures.filter(f => { const s = f.querySelector('svg');
+                                        return s && (s.getAttribute('aria-label') || '').trim(); }).length,
+    raster: document.querySelectorAll('img').length,
+    anchors: [...document.querySelectorAll('[id^="claim-"]')].map(e => e.id),
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+    nav: nav ? getComputedStyle(nav).position : null,
+    visible_words: words(document.body.innerText), all_words: words(document.body.textContent),
+    nan: /\\bnan\\b|\\binf\\b/.test(document.body.textContent)
+         || [...document.querySelectorAll('td, th')].some(c => /\\bnan\\b/i.test(c.textContent))}) + '</pre>');
+});</script>"""
+
+
+def chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def flags(profile):
+    return ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+            "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",     # no network at all
+            f"--window-size={WIDTH},{HEIGHT}"]
+
+
+def measure(report, folder):
+    """The page's measurements, taken by a script appended to a copy of it (the report has none)."""
+    page = Path(folder) / "measured.html"
+    page.write_text(Path(report).read_text().replace("</body>", MEASURE + "</body>"))
+    dom = subprocess.run([chromium(), *flags(Path(folder) / "profile"), "--virtual-time-budget=10000", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    return json.loads(re.findall(r'<pre id="measured">(\{.*?)</pre>', dom, re.S)[-1])
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    if not chromium():
+        pytest.skip("Debian's chromium is not installed (make browser)")
+    return measure(REPORT, tmp_path_factory.mktemp("browser"))
+
+
+def test_the_first_screen_holds_the_key_findings_and_the_counts(measured):
+    assert 3 <= measured["findings_shown"] <= 6
+    assert measured["findings"] < HEIGHT and measured["counts"] < HEIGHT, measured
+
+
+def test_the_page_is_at_most_25_screens(measured):
+    assert measured["height"] / HEIGHT <= 25, measured["height"]
+
+
+def test_every_figure_is_an_svg_with_alt_text(measured):
+    assert measured["figures"] >= 10 and measured["svg_with_alt"] == measured["figures"]
+    assert measured["raster"] == 0
+
+
+def test_no_nan_is_shown(measured):
+    """No value prints as nan or inf anywhere, nor NaN in a table (the word may occur in prose)."""
+    assert not measured["nan"]
+
+
+def test_every_claim_id_is_one_anchor_and_no_id_repeats(measured):
+    ids = [slug(c["id"]) for c in json.loads((ROOT / "reports" / "claims.json").read_text())]
+    assert sorted(measured["anchors"]) == sorted(f"claim-{i}" for i in ids)
+    assert len(measured["ids"]) == len(set(measured["ids"]))
+
+
+def test_the_table_of_contents_stays_in_view(measured):
+    assert measured["nav"] in ("fixed", "sticky")
+
+
+WORDS_BEFORE = 24_260    # words a reader saw on the report of commit bf1ea85 (innerText, measured like this)
+
+
+def test_a_reader_sees_at_most_a_third_of_the_words_of_the_old_report(measured):
+    """Words shown with every <details> folded; the folded details hold the rest."""
+    assert measured["visible_words"] <= WORDS_BEFORE / 3, measured["visible_words"]

@@ -1,0 +1,119 @@
+"""No string from the pipeline's files reaches the report as live HTML. The report stage runs in a
+temporary copy whose claims.json has a payload (a <script> tag, an onerror= attribute, and a quote
+that breaks out of an attribute) appended to every string, arm names included, and whose results and
+resolved configuration carry it in the strings the page prints (CPU, failure reasons, condition
+labels, profile). The page must then hold no script, no event-handler attribute and no injected
+element; claims.md no raw tag."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(2)>'\"><b onmouseover=alert(3) x='"
+INPUTS = ["analysis/report.py", "analysis/cifar10_reference.yaml", "experiments/render_report.py", "resolved",
+          "results", "reports/claims.json", "reports/stage_times.json"]
+
+
+def poison(value, keys=False):
+    """Every string inside `value` with the payload appended; mapping keys too when `keys`."""
+    if isinstance(value, str):
+        return value + PAYLOAD
+    if isinstance(value, list):
+        return [poison(v, keys) for v in value]
+    if isinstance(value, dict):
+        return {(poison(k) if keys else k): poison(v, keys) for k, v in value.items()}
+    return value
+
+
+def poison_claim(claim):
+    """A claim with the payload in every string, its arms' names included (in every rung)."""
+    out = poison(claim)
+    for holder in [out, *(out.get("ladder") or [])]:
+        if isinstance(holder.get("arms"), dict):
+            holder["arms"] = {poison(k): v for k, v in holder["arms"].items()}
+    return out
+
+
+def poison_fields(path, fields):
+    """The named string fields of a JSON file, wherever they occur, with the payload appended."""
+    def walk(value):
+        if isinstance(value, dict):
+            return {k: (v + PAYLOAD if k in fields and isinstance(v, str) else walk(v)) for k, v in value.items()}
+        return [walk(v) for v in value] if isinstance(value, list) else value
+    path.write_text(json.dumps(walk(json.loads(path.read_text()))))
+
+
+def poisoned_copy(folder):
+    """The report stage's inputs in `folder`, poisoned; the datasets linked, not copied."""
+    for name in INPUTS:
+        source, target = ROOT / name, folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
+    (folder / "data").mkdir()
+    for path in (ROOT / "data").glob("*.*"):
+        (folder / "data" / path.name).symlink_to(path)
+    claims = folder / "reports" / "claims.json"
+    claims.write_text(json.dumps([poison_claim(c) for c in json.loads(claims.read_text())]))
+    for path in (folder / "results").rglob("*.json"):
+        poison_fields(path, {"cpu", "reason", "condition"} if "determinism" in path.name else {"cpu", "reason"})
+    poison_fields(folder / "resolved" / "conditions.json", {"label"})
+    poison_fields(folder / "resolved" / "report.json", {"profile"})
+
+
+class Live(HTMLParser):
+    """Collects what would run or render as injected markup: script elements, on* attributes, and
+    the payload's own elements (an <img src=x>, a <b x=...>)."""
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        names = {name for name, _ in attrs}
+        if tag == "script" or any(name.startswith("on") for name in names):
+            self.found.append((tag, attrs))
+        if (tag == "img" and ("src", "x") in attrs) or (tag == "b" and "x" in names):
+            self.found.append((tag, attrs))
+
+
+def live_markup(page):
+    parser = Live()
+    parser.feed(page)
+    return parser.found
+
+
+def render(folder, src=ROOT / "src"):
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "experiments/render_report.py"], cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def poisoned(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("poisoned")
+    poisoned_copy(folder)
+    result = render(folder)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return folder
+
+
+def test_the_payload_reaches_the_page_only_as_text(poisoned):
+    page = (poisoned / "reports" / "report.html").read_text()
+    assert live_markup(page) == []
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page        # it is there, escaped: the test reached it
+
+
+def test_claims_md_holds_no_raw_tag(poisoned):
+    text = (poisoned / "reports" / "claims.md").read_text()
+    assert "<script" not in text and "<img" not in text and "<b " not in text
+    assert "&lt;script&gt;" in text
+
+
+def test_the_checker_finds_live_markup():
+    assert live_markup(f"<td>{PAYLOAD}</td>") != []
+    assert live_markup(f"<a title='{PAYLOAD}'>x</a>") != []
