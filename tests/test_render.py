@@ -123,8 +123,11 @@ def test_key_findings_follow_the_registered_rule():
     claims = [claim("small", "reproduced", 0.03), claim("big", "contradicted", -0.2),
               claim("open", "inconclusive", 0.5), claim("doc", "reproduced", 0.9, section="toy2d"),
               claim("shaky", "reproduced", 0.4, unstable=True),
-              claim("fragile", "reproduced", 0.4, labels=["depends on: probe"])]
-    assert [c["id"] for c in rc.key_findings(claims)] == ["big", "small"]
+              claim("fragile", "reproduced", 0.4, labels=["depends on: probe"]),
+              claim("tuned", "reproduced", 0.4, labels=["robust", "calibrated"]),
+              claim("late", "reproduced", 0.4, amended=[{"previous_verdict": "inconclusive", "post_registration": True}]),
+              claim("firm", "reproduced", 0.3, labels=["robust"])]
+    assert [c["id"] for c in rc.key_findings(claims)] == ["firm", "big", "small"]
 
 
 def test_new_fields_are_shown_when_present():
@@ -187,3 +190,13 @@ def test_the_committed_claims_md_has_one_row_per_literature_claim_with_both_effe
         cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", mine[0])[1:-1]]
         assert cells[2] == render_markdown.cell(rc.published_text(c))         # published, in the claim's unit
         assert cells[3] == render_markdown.cell(render_markdown.ours(c))      # ours, in the same unit
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="no committed reports/claims.json")
+def test_every_author_the_registry_cites_is_in_the_bibliography_with_a_link():
+    sources = " ".join(c["source"] for c in json.loads(COMMITTED.read_text()))
+    cited = set(re.findall(r"([A-Z][a-z]+)(?: et al\.|,| &| and)[^()]*?\d{4}", sources))
+    references = " ".join(ref for _, ref, _ in page.PAPERS)
+    assert cited and all(name in references for name in cited), cited - set(references.split())
+    assert all(url.startswith(("https://arxiv.org/abs/", "https://doi.org/", "https://papers.nips.cc/"))
+               for _, _, url in page.PAPERS)

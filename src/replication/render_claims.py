@@ -18,9 +18,11 @@ VERDICT_ORDER = ("reproduced", "contradicted", "no meaningful effect", "inconclu
                  "exact match", "within bound", "mismatch", "not tested")
 KEY_FINDINGS_RULE = (
     "Key findings are chosen by one fixed rule (render_claims.key_findings): claims of the literature (not the "
-    "documents' own examples) whose verdict is reproduced, contradicted or no meaningful effect, labelled robust "
-    "(while claims.json carries no robustness labels: not unstable, not calibrated, not post hoc), with a paired "
-    "effect; the largest |effect| first, measured in multiples of the claim's own margin, at most six.")
+    "documents' own examples) whose verdict is reproduced, contradicted or no meaningful effect, with a paired "
+    "effect, labelled robust (where claims.json carries robustness labels) and neither unstable, calibrated, post "
+    "hoc nor not converged; the largest |effect| first, measured in multiples of the claim's own margin (the one unit "
+    "all claims share), at most six.")
+DOUBTS = {"unstable", "calibrated", "post hoc", "not converged"}
 
 
 def origin(claim):
@@ -63,11 +65,9 @@ def robustness(claim):
 
 
 def is_robust(claim):
-    """Robust by its label; while claims.json carries no robustness labels, neither unstable nor
-    calibrated nor post hoc."""
-    if robustness(claim):
-        return robustness(claim) == "robust"
-    return not {"unstable", "calibrated", "post hoc"} & set(labels(claim))
+    """Robust by its label; a claim without a robustness label (claims.json has none yet) is not
+    ruled out by it."""
+    return robustness(claim) in (None, "robust")
 
 
 def number(x):
@@ -198,7 +198,7 @@ def key_findings(claims, most=6):
     """The registered rule (KEY_FINDINGS_RULE): robust literature verdicts with a paired effect,
     largest |effect in margins| first, at most `most`."""
     eligible = [c for c in claims if origin(c) == "literature" and c["verdict"] in KEY_VERDICTS
-                and is_robust(c) and in_margins(c) is not None]
+                and is_robust(c) and not DOUBTS & set(labels(c)) and not post_hoc(c) and in_margins(c) is not None]
     return sorted(eligible, key=lambda c: -abs(in_margins(c)))[:most]
 
 

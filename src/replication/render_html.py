@@ -43,6 +43,8 @@ PAPERS = [   # (short name as the registry's sources cite it, reference, link)
      "https://arxiv.org/abs/1807.03748"),
     ("FaceNet", "Schroff, Kalenichenko, Philbin (2015). FaceNet: a unified embedding for face recognition and "
                 "clustering", "https://arxiv.org/abs/1503.03832"),
+    ("Hadsell et al.", "Hadsell, Chopra, LeCun (2006). Dimensionality reduction by learning an invariant mapping. "
+                       "CVPR 2006", "https://doi.org/10.1109/CVPR.2006.100"),
     ("N-pair", "Sohn (2016). Improved deep metric learning with multi-class N-pair loss objective. NeurIPS 2016",
      "https://papers.nips.cc/paper/2016/hash/6b180037e76c8e7a27d6b3d52e1d5dc8-Abstract.html"),
     ("Poole et al.", "Poole, Ozair, van den Oord, Alemi, Tucker (2019). On variational bounds of mutual information",
