@@ -1,24 +1,46 @@
 """Stage analyze: judge every claim in analysis/claims.yaml against the pipeline's results.
 
-A claim that names a condition params.yaml does not define is a configuration error (exit 2); a
-result file that cannot be read stops the stage with the command that regenerates it (exit 1).
+A registry mistake, or a file that differs from the registration record without a logged
+amendment, is a configuration error (exit 2); a missing, empty or partial result file stops the
+stage with the command that rewrites it (exit 1). Nothing is written on an error.
 """
 import sys
 
-from replication.claims import ClaimError, ResultFileError, judge_all, load_registry, summary
+from replication import registration
 from replication.config import read_resolved
 from replication.io import write_json
+from replication.judging import judge_all, summary
+from replication.measure import InputError, check_inputs
+from replication.registry import RegistryError, load_registry
 
-if __name__ == "__main__":
-    conditions = read_resolved("conditions")["conditions"]
+
+def judged_claims():
+    """Every claim judged; under a registration record, each claim amended after it also judged by
+    its frozen rule (`frozen_verdict`)."""
+    conditions = read_resolved("conditions")
+    rules, claims = load_registry("analysis/claims.yaml", conditions["conditions"])
+    record = registration.load()
+    frozen = registration.check(record, rules, claims) if record else {}
+    check_inputs(conditions)
+    judged = judge_all(claims, rules=rules, registered_on=record and record["date"])
+    for out in judged:
+        if out["id"] in frozen:
+            out["frozen_verdict"] = judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]
+    return judged, record
+
+
+def main():
     try:
-        rules, claims = load_registry("analysis/claims.yaml", conditions)
-        judged = judge_all(claims, rules=rules)
-    except ClaimError as e:
+        judged, record = judged_claims()
+    except (RegistryError, registration.RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ResultFileError as e:
+    except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
     write_json("reports/claims.json", judged)
-    write_json("reports/summary.json", summary(judged))
+    write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
+
+
+if __name__ == "__main__":
+    main()

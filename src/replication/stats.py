@@ -1,26 +1,16 @@
-"""Summaries over seeds, paired contrasts, Holm's correction and the verdict rules.
+"""Summaries over seeds, paired contrasts, prediction intervals and the ladder's trend.
 
-A directional claim "A beats B" is judged on the paired per-seed differences d = A - B (sign
-flipped for "A below B", so positive always supports the claim), with 95% Student-t interval
-[lo, hi], practical margin m >= 0 and the two-sided paired t-test's p-value, Holm-corrected over
-every directional contrast of the registry. The table treats both directions alike (VERDICT_RULES).
+A directional claim "A beats B" is measured on the paired per-seed differences d = A - B (sign
+flipped for "A below B", so positive always supports the claim), with a 95% Student-t interval and
+the two-sided paired t-test's p-value (against no effect; shown, not used to decide: decisions.py
+decides against the margin).
 """
 import math
 
 import numpy as np
 from scipy import stats
 
-ALPHA = 0.05
-
-VERDICT_RULES = [   # (verdict, rule): checked in this order; one source for README and the report
-    ("not testable here", "an arm of the contrast did not beat its untrained control, the published effect is "
-                          "no larger than the margin, or clearing the margin would need more seeds than the "
-                          "registry's bound"),
-    ("reproduced", "lo > m and Holm p < 0.05: the effect in the claimed direction exceeds the margin"),
-    ("contradicted", "hi < -m and Holm p < 0.05: the effect in the opposite direction exceeds the margin"),
-    ("no meaningful effect", "-m < lo and hi < m: the whole interval lies inside the margin"),
-    ("inconclusive", "otherwise: the interval reaches past a margin on one side without clearing it"),
-]
+ALPHA = 0.05   # seeds_needed: the two-sided 95% interval the decisions read
 
 
 def t_interval(values, level=0.95):
@@ -60,40 +50,6 @@ def paired_contrast(a, b, direction="greater"):
         p = 1.0 if d.mean() == 0 else 0.0
     return {"diffs": [float(v) for v in d], "diff_mean": float(d.mean()), "se": float(sd / math.sqrt(len(d))),
             "diff_ci95": t_interval(d), "p": p}
-
-
-def holm(pvalues):
-    """Holm's step-down adjusted p-values, in the input order."""
-    p = np.asarray(pvalues, dtype=float)
-    order = np.argsort(p, kind="stable")
-    adjusted = np.empty_like(p)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
-        adjusted[i] = running
-    return [float(v) for v in adjusted]
-
-
-def verdict(diff_ci, margin, p_holm):
-    """The symmetric verdict table (VERDICT_RULES, after the not-testable checks)."""
-    lo, hi = diff_ci
-    significant = p_holm < ALPHA
-    if lo > margin and significant:
-        return "reproduced"
-    if hi < -margin and significant:
-        return "contradicted"
-    if -margin < lo and hi < margin:
-        return "no meaningful effect"
-    return "inconclusive"
-
-
-def unstable(diff_ci, se, margin, p_holm, shift=0.0):
-    """Whether the verdict changes when the interval moves by half a standard error, or by `shift`
-    (how far a second float realisation moved the effect), either way."""
-    lo, hi = diff_ci
-    now = verdict(diff_ci, margin, p_holm)
-    return any(verdict([lo + s * delta, hi + s * delta], margin, p_holm) != now
-               for delta in (se / 2, shift) if delta > 0 for s in (1, -1))
 
 
 def seeds_needed(diffs, margin):

@@ -1,0 +1,117 @@
+"""Gates: whether an arm has trained (against its untrained control), and whether it has converged.
+
+Trained (rules.control_error_removed = r): the untrained control is the same encoder at step 0,
+probed after BatchNorm's statistics were re-estimated on training images (results/control/, the
+`control` stage; the uncalibrated figure from the evaluation record is kept beside it). Per seed,
+the arm's gain removes a share of its control's error, g = (acc - acc0) / (1 - acc0), with acc the
+linear probe on the embedding the claim measures (h or z; h for figures of no embedding, such as
+a loss). The arm has trained when the lower 95% bound of the mean of g exceeds r. Relative to
+headroom, so a control that already scores 96% can still be judged.
+
+Converged (rules.convergence_fraction = c): over the last doubling of steps before the judged rung
+(the rung at half its steps, or the closest rung at or above half), the arm's mean moved by less
+than c x the claim's margin. An arm with no such rung has unknown convergence.
+"""
+import glob
+from pathlib import Path
+
+from . import stats
+from .measure import measure_by_seed, read_record, seed_order
+
+_CACHE = {}
+
+
+def embedding_of(key):
+    """'h' or 'z': the embedding a record key reads; h for a figure of no embedding."""
+    return "z" if ".z." in f".{key or ''}." else "h"
+
+
+def _control_value(condition, record, embedding, root):
+    """(calibrated, uncalibrated) linear probe of a run's untrained control on one embedding."""
+    uncalibrated = (record.get("control") or {}).get(embedding, {}).get("linear")
+    calibrated = None
+    found = glob.glob(f"results/control/*/{condition}/seed_{record['seed']}.json", root_dir=root)
+    if found:
+        calibrated = read_record(found[0], root)["calibrated"][embedding]["linear"]
+    return calibrated, uncalibrated
+
+
+def control_gain(condition, key, step, rules, root="."):
+    """An arm's gate on the embedding `key` reads, at `step` (None: the budget, `eval`): per-seed
+    share of the control's error removed, its summary, and `trained`. None with under two runs."""
+    embedding = embedding_of(key)
+    cache_key = (condition, embedding, step, str(root), rules["control_error_removed"])
+    if cache_key not in _CACHE:
+        _CACHE[cache_key] = _control_gain(condition, embedding, step, rules, root)
+    return _CACHE[cache_key]
+
+
+def _control_gain(condition, embedding, step, rules, root):
+    paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root), key=seed_order)
+    shares, gains, calibrated, uncalibrated = {}, {}, [], []
+    for path in paths:
+        record = read_record(path, root)
+        reached = record.get("eval") if step is None else (record.get("at") or {}).get(str(step))
+        if not reached or (step is None and record["status"] != "ok"):
+            continue
+        cal, uncal = _control_value(condition, record, embedding, root)
+        acc0 = cal if cal is not None else uncal
+        acc = reached[embedding]["linear"]
+        gains[record["seed"]] = acc - acc0
+        shares[record["seed"]] = (acc - acc0) / max(1 - acc0, 1e-9)
+        calibrated.append(cal)
+        uncalibrated.append(uncal)
+    if len(shares) < 2:
+        return None
+    summary = stats.summarize(list(shares.values()))
+    return {"metric": f"linear probe on {embedding}", "step": step, "seeds": list(shares),
+            "error_removed": summary, "gain": stats.summarize(list(gains.values())),
+            "control_calibrated": None if None in calibrated else sum(calibrated) / len(calibrated),
+            "control_uncalibrated": None if None in uncalibrated else sum(uncalibrated) / len(uncalibrated),
+            "calibrated": None not in calibrated,
+            "trained": summary["ci95"][0] > rules["control_error_removed"]}
+
+
+def untrained_reason(name, condition, gate):
+    lo, hi = (100 * v for v in gate["error_removed"]["ci95"])
+    return (f"{name} ({condition}) did not train: it removed {100 * gate['error_removed']['mean']:.0f}% "
+            f"[{lo:.0f}, {hi:.0f}] of its control's error on the {gate['metric']}")
+
+
+def clear_cache():
+    _CACHE.clear()
+
+
+def previous_rung(rungs, step):
+    """The rung that starts the last doubling before `step`: at half its steps, else the closest
+    trained rung at or above half; None when there is none below `step`."""
+    below = [r for r in rungs if 0 < r < step]
+    halves = [r for r in below if 2 * r >= step]
+    return min(halves) if halves else None
+
+
+def convergence(spec_at, rungs, step, margin, rules, root="."):
+    """How far an arm moved over the last doubling before `step`. spec_at(step) gives the arm's
+    spec at a rung. {from_step, to_step, move, threshold, converged} or {converged: None} when the
+    arm has no rung to compare."""
+    start = previous_rung(rungs, step)
+    if start is None:
+        return {"converged": None, "reason": f"no trained rung between {step // 2} and {step} steps"}
+    before, after = measure_by_seed(spec_at(start), root), measure_by_seed(spec_at(step), root)
+    seeds = [s for s in after if s in before]
+    if len(seeds) < 2:
+        return {"converged": None, "reason": "fewer than two runs reached both rungs"}
+    move = sum(after[s] - before[s] for s in seeds) / len(seeds)
+    threshold = rules["convergence_fraction"] * margin
+    return {"from_step": start, "to_step": step, "move": move, "threshold": threshold,
+            "converged": abs(move) < threshold}
+
+
+def rungs_of(condition, root="."):
+    """The rungs a condition's runs were evaluated at (its first evaluation record's)."""
+    paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root))
+    return read_record(paths[0], root)["rungs"] if paths else []
+
+
+def study_of(path):
+    return Path(path).parts[2]

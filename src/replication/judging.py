@@ -1,0 +1,321 @@
+"""Judging the whole registry: each claim's primary analysis (claims.py), the scale ladder, the
+convergence check, the robustness panel (robustness.py), the labels, the Benjamini-Hochberg screen
+(decisions.py) and the headline counts. No claim's verdict depends on any other claim.
+"""
+import glob
+
+from . import decisions, gates, robustness, stats
+from .claims import judge_one
+from .measure import InputError, at_step, conditions_of, key_of, measure_by_seed, read_record, replace_key
+from .registry import validate_claim
+
+
+def claim_at(claim, step, arm_steps=None):
+    """A ladder claim as judged at one rung (or each arm at its own rung, `arm_steps`)."""
+    arms = {name: at_step(spec, (arm_steps or {}).get(name, step)) for name, spec in claim["arms"].items()}
+    return {**claim, "arms": arms, "_step": step, "_arm_steps": arm_steps or {}}
+
+
+def _conditions(claim):
+    return [c for _, spec in specs_of(claim) for c in conditions_of(spec)]
+
+
+def specs_of(claim):
+    return [(name, spec) for name, spec in (claim.get("arms") or {}).items()]
+
+
+def ladder_rungs(claim, root="."):
+    """The trained rungs (steps above 0) that every condition of a ladder claim was evaluated at."""
+    common = None
+    for condition in _conditions(claim):
+        rungs = set(gates.rungs_of(condition, root))
+        common = rungs if common is None else common & rungs
+    rungs = sorted(r for r in common or () if r > 0)
+    if not rungs:
+        raise InputError(f"claim {claim['id']}: its conditions share no trained rung; run their evaluate stages")
+    return rungs
+
+
+def _budget(claim, root):
+    """The steps a non-ladder claim reads its runs at (their budget), where a training record says."""
+    for condition in _conditions(claim):
+        found = glob.glob(f"results/pretrain/*/{condition}/seed_*.json", root_dir=root)
+        if found:
+            return read_record(sorted(found)[0], root)["config"]["steps"]
+    return None
+
+
+def _probe(claim):
+    key = key_of(next(iter(claim["arms"].values()))) if claim.get("arms") else None
+    last = (key or "").rsplit(".", 1)[-1]
+    return last if last in ("linear", "knn", "wknn") else key
+
+
+# ---------------------------------------------------------------- one claim
+
+def _judge_claim(claim, root, rules):
+    """The primary analysis, with the ladder's lower rungs and the alternatives' verdicts."""
+    if not claim.get("ladder"):
+        out = judge_one(claim, root, rules)
+        if claim["kind"] == "paired":
+            out["primary"] = {"probe": _probe(claim), "rung": _budget(claim, root), "basis": claim["basis"]}
+            out["_alternatives"] = _probe_alternatives(claim, None, root, rules, out["verdict"])
+            out["convergence"] = {"converged": None, "reason": "one trained rung: convergence not measured"}
+        return out
+    rungs = ladder_rungs(claim, root)
+    judged = [judge_one(claim_at(claim, step), root, rules) for step in rungs]
+    out, top = judged[-1], rungs[-1]
+    out["primary"] = {"probe": _probe(claim), "rung": top, "basis": claim["basis"]}
+    out["ladder"] = [_rung_summary(step, o) for step, o in zip(rungs, judged)]
+    out["_alternatives"] = (_probe_alternatives(claim, top, root, rules, out["verdict"]) +
+                            _rung_alternative(rungs, judged) + _basis_alternative(claim, rungs, root, rules))
+    out["convergence"] = _convergence(claim, rungs, root, rules)
+    out["untrained"] = _untrained_levels(claim, top, root)
+    _trend(claim, out)
+    return out
+
+
+def _untrained_levels(claim, top, root):
+    """Each arm's figure at step 0 (the uncalibrated evaluation of the untrained encoder, on the
+    arm's own measure), mean over seeds; only arms that read an evaluation at a rung have one."""
+    levels = {}
+    for name, spec in claim["arms"].items():
+        if (key_of(spec) or "").startswith("at.{step}."):
+            values = list(measure_by_seed(at_step(spec, 0), root).values())
+            levels[name] = sum(values) / len(values) if values else None
+    return levels
+
+
+def _rung_summary(step, out):
+    return {"step": step, "verdict": out["verdict"], "arms": out["arms"], "contrasts": out.get("contrasts", [])}
+
+
+def _alternative(dimension, choice, out):
+    main = (out.get("contrasts") or [{}])[0]
+    return {"dimension": dimension, "choice": choice, "verdict": out["verdict"],
+            "diff_mean": main.get("diff_mean"), "diff_ci95": main.get("diff_ci95")}
+
+
+def _probe_alternatives(claim, step, root, rules, verdict):
+    primary = _probe(claim)
+    found = []
+    for probe in rules["robustness"]["probes"]:
+        arms = {n: replace_key(s, primary, probe) for n, s in claim["arms"].items()} if probe != primary else {}
+        if arms and None not in arms.values():
+            other = {**claim, "arms": arms}
+            judged = judge_one(claim_at(other, step) if step else other, root, rules)
+            found.append(_alternative("probe", probe, judged))
+    return found
+
+
+def _rung_alternative(rungs, judged):
+    start = gates.previous_rung(rungs, rungs[-1])
+    return [_alternative("rung", start, judged[rungs.index(start)])] if start else []
+
+
+def _images_per_step(condition, root):
+    found = glob.glob(f"results/pretrain/*/{condition}/seed_*.json", root_dir=root)
+    return read_record(sorted(found)[0], root)["config"]["batch"] if found else None
+
+
+def _basis_alternative(claim, rungs, root, rules):
+    """Equal images seen, for a two-arm ladder claim whose arms see different images per step."""
+    bs = claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
+    if len(bs) != 1 or "equal images" not in rules["robustness"]["bases"]:
+        return []
+    a, b = claim["a"], bs[0]
+    ca, cb = conditions_of(claim["arms"][a]), conditions_of(claim["arms"][b])
+    if len(ca) != 1 or len(cb) != 1:
+        return []
+    pair = robustness.equal_images_steps(gates.rungs_of(ca[0], root), gates.rungs_of(cb[0], root),
+                                         _images_per_step(ca[0], root), _images_per_step(cb[0], root))
+    if not pair:
+        return []
+    judged = judge_one(claim_at(claim, None, {a: pair[0], b: pair[1]}), root, rules)
+    return [_alternative("basis", f"equal images: {a} at {pair[0]}, {b} at {pair[1]} steps", judged)]
+
+
+def _convergence(claim, rungs, root, rules):
+    """Each arm's move over the last doubling before the top rung (gates.convergence)."""
+    arms = {name: gates.convergence(lambda s, spec=spec: at_step(spec, s), rungs, rungs[-1], claim["margin"],
+                                    rules, root)
+            for name, spec in claim["arms"].items()}
+    known = [a["converged"] for a in arms.values() if a["converged"] is not None]
+    return {"threshold": rules["convergence_fraction"] * claim["margin"], "arms": arms,
+            "converged": all(known) if known else None}
+
+
+def _both_trained(rung, c):
+    """Whether both arms of a contrast beat their controls at a rung (unknown counts as trained)."""
+    for name in (c["a"], c["b"]):
+        controls = rung["arms"].get(name, {}).get("control") or {}
+        if any(not g["trained"] for g in controls.values()):
+            return False
+    return True
+
+
+def _trend(claim, out):
+    """Per contrast: the trend along the rungs where both arms trained, in the claim's unit and on
+    the logit scale for accuracies; a contradicted top rung says whether it may be a scale artefact."""
+    ladder = out["ladder"]
+    for i, c in enumerate(out["contrasts"]):
+        per_rung = [(r["step"], r["contrasts"][i]) for r in ladder if _both_trained(r, r["contrasts"][i])]
+        steps = [s for s, _ in per_rung]
+        effects = [dict(zip(rc["seeds"], rc.get("diffs") or [])) for _, rc in per_rung]
+        first = per_rung[0][1]["verdict"] if per_rung else None
+        c["trend"] = stats.ladder_trend(steps, effects, c["margin"], first, c["verdict"])
+        logits = [dict(zip(rc["seeds"], rc["logit"]["diffs"])) for _, rc in per_rung if rc.get("logit")]
+        if c.get("logit") and len(logits) == len(per_rung):
+            mean_b = out["arms"][c["b"]]["mean"]
+            margin = c["margin"] / max(mean_b * (1 - mean_b), 1e-3)     # the margin near b's level, in logits
+            c["trend_logit"] = stats.ladder_trend(steps, logits, margin, first, c["verdict"])
+        if c["verdict"] == "contradicted":
+            c["scale_artefact"] = _scale_artefact(c, out.get("convergence"))
+    main = out["contrasts"][0] if out.get("contrasts") else None
+    out["trend"] = ((main or {}).get("trend") or {}).get("label")
+
+
+def _scale_artefact(c, convergence):
+    """Why a contradicted top-rung contrast may be a scale artefact, or None when it is trustworthy:
+    both arms converged (gates.convergence) and the trend does not grow toward the claim."""
+    reasons = []
+    for arm in (c["a"], c["b"]):
+        conv = ((convergence or {}).get("arms") or {}).get(arm) or {}
+        if conv.get("converged") is False:
+            reasons.append(f"{arm} still moved by {conv['move']:+.3g} from step {conv['from_step']} to {conv['to_step']}")
+        elif conv.get("converged") is None:
+            reasons.append(f"{arm}: convergence not measured")
+    if (c.get("trend") or {}).get("label") == "grows toward the claim":
+        reasons.append("the effect grows toward the claim with training")
+    return "; ".join(reasons) or None
+
+
+# ---------------------------------------------------------------- notes and labels
+
+def _why(c):
+    """What the measured interval says, for a verdict other than reproduced."""
+    if c.get("diff_mean") is None or c["verdict"] == "reproduced":
+        return ""
+    lo, hi = c["diff_ci95"]
+    m = c["margin"]
+    if c["verdict"] == "contradicted":
+        return f"the effect runs against the claim beyond the margin (interval [{lo:.3g}, {hi:.3g}] below -{m:g})"
+    if c["verdict"] == "no meaningful effect":
+        return f"the whole interval [{lo:.3g}, {hi:.3g}] lies inside the margin +-{m:g}"
+    needed = c.get("seeds_needed")
+    more = f"; about {needed} seeds would settle it" if needed else ""
+    return f"the interval [{lo:.3g}, {hi:.3g}] reaches across the margin +-{m:g}{more}"
+
+
+def _effect_note(claim, c):
+    if c.get("diff_mean") is None or c.get("rho") is not None:
+        return ""
+    scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
+    lo, hi = (v * scale for v in c["diff_ci95"])
+    ours = f"here {c['diff_mean'] * scale:+.3g}{unit}, 95% CI {lo:+.3g} to {hi:+.3g}{unit}"
+    if claim.get("published_effect") is not None:
+        return f"Effect in the claimed direction: published {claim['published_effect']}; {ours}."
+    return f"Effect in the claimed direction: {ours}."
+
+
+def _unstable(c, rules):
+    """Whether the contrast's verdict changes when its effect moves by half a standard error."""
+    if c.get("diff_mean") is None or c["verdict"] == "not testable here" or not c.get("diffs"):
+        return False
+    shifted = [decisions.decide(decisions.tests([d + s * c["se"] / 2 for d in c["diffs"]], c["margin"]),
+                                rules["alpha"]) for s in (1, -1)]
+    return any(v != c["verdict"] for v in shifted)
+
+
+def _labels(claim, out, registered_on):
+    labels = []
+    if out.get("robustness"):
+        labels.append(out["robustness"]["label"])
+    if claim.get("calibrated"):
+        labels.append("calibrated")
+    if claim.get("realisation"):
+        labels.append("realisation")
+    if any(registered_on is None or a["date"] > registered_on or a.get("post_registration")
+           for a in claim.get("amended") or []):
+        labels.append("post hoc")
+    if (out.get("convergence") or {}).get("converged") is False:
+        labels.append("not converged")
+    if out.get("unstable"):
+        labels.append("unstable")
+    return labels
+
+
+def _finish(claim, out, rules, registered_on):
+    """Main contrast, reasons, notes, robustness and labels of a judged claim."""
+    contrasts = out.get("contrasts")
+    if contrasts:
+        for c in contrasts:
+            c["unstable"] = _unstable(c, rules)
+            why = c.get("reason") or _why(c)
+            if why:
+                out["_notes"].append(f"{c['a']} vs {c['b']}: {why}.")
+        out["contrast"] = contrasts[0] if len(contrasts) == 1 else min(
+            contrasts, key=lambda c: -1 if c.get("diff_mean") is None else c["diff_mean"])
+        out["unstable"] = any(c["unstable"] for c in contrasts)
+        if len(contrasts) == 1:
+            del out["contrasts"]
+        out["_notes"].append(_effect_note(claim, out["contrast"]))
+    if claim.get("not_testable"):
+        out["verdict"] = "not testable here"
+        out["_notes"].insert(0, f"Not testable here as designed: {claim['not_testable']}")
+    if "_alternatives" in out:
+        alternatives = out.pop("_alternatives")
+        alternatives.append({"dimension": "multiplicity", "choice": "Benjamini-Hochberg",
+                             "verdict": robustness.multiplicity_verdict(out["verdict"], out.get("q_bh"),
+                                                                        rules["alpha"])})
+        out["robustness"] = {"label": robustness.label(out["verdict"], alternatives), "alternatives": alternatives}
+    if (out.get("contrast") or {}).get("scale_artefact"):
+        out["_notes"].append(f"May be a scale artefact: {out['contrast']['scale_artefact']}.")
+    out["labels"] = _labels(claim, out, registered_on)
+    if "_notes" in out:
+        out["note"] = " ".join(n for n in out.pop("_notes") if n)
+    return out
+
+
+# ---------------------------------------------------------------- the registry
+
+def judge_all(claims, root=".", rules=None, registered_on=None):
+    """Judge every claim on its own; then the Benjamini-Hochberg screen over the decided claims
+    (a q-value beside each verdict; it decides nothing). registered_on: the date of the
+    registration record, if any (amendments after it are post hoc)."""
+    gates.clear_cache()
+    judged = [_judge_claim(claim, root, rules) for claim in claims]
+    screened = [(out, decisions.claim_p(out["verdict"], out.get("contrasts") or [])) for out in judged]
+    screened = [(out, p) for out, p in screened if p is not None]
+    for (out, p), q in zip(screened, decisions.bh([p for _, p in screened])):
+        out["p_decision"], out["q_bh"], out["bh_family"] = p, q, len(screened)
+    return [_finish(claim, out, rules, registered_on) for claim, out in zip(claims, judged)]
+
+
+def judge(claim, root=".", rules=None):
+    """One claim (a raw registry entry) validated and judged on its own."""
+    return judge_all([validate_claim(claim)], root, rules)[0]
+
+
+def _key(text):
+    return text.replace(" ", "_")
+
+
+def summary(judged):
+    """The headline counts for `dvc metrics show` (keys without spaces): verdicts of the
+    literature's claims and of the documents' own examples apart; `not tested` and calibrated
+    figures outside the judged; how many verdicts are robust, post hoc, calibrated."""
+    out = {"claims": len(judged)}
+    for origin in ("literature", "document"):
+        mine = [c for c in judged if c["origin"] == origin]
+        judged_here = [c for c in mine if c["verdict"] != "not tested" and "calibrated" not in c.get("labels", [])]
+        counts = {}
+        for c in judged_here:
+            counts[_key(c["verdict"])] = counts.get(_key(c["verdict"]), 0) + 1
+        out[origin] = {"claims": len(mine), "judged": len(judged_here), "verdicts": dict(sorted(counts.items())),
+                       "not_tested": sum(c["verdict"] == "not tested" for c in mine)}
+    labels = [label for c in judged for label in c.get("labels", [])]
+    out["labels"] = {_key(name): labels.count(name) for name in
+                     ("robust", "calibrated", "post hoc", "realisation", "not converged", "unstable")}
+    out["labels"]["depends_on"] = sum(label.startswith("depends on") for label in labels)
+    return out

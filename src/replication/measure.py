@@ -1,0 +1,249 @@
+"""Reading measurements from the files the pipeline wrote: what a registry spec points at, and a
+check that every record the resolved configuration expects is there and complete.
+
+Rule: a claim is judged only on complete inputs. Every run the resolved configuration expects
+(study x condition x seed) must have its training and evaluation record with the fields judging
+reads; a missing, empty, truncated or partial record stops the analysis with one line naming the
+file and the `dvc repro` command that rewrites it (InputError). A key a spec names but a record
+lacks is an InputError too, never a silent `not tested`.
+
+Specs: {file, key} reads one value; {files: glob, key} one value per file (per seed, in seed
+order); {file, select: list-key, where: {field: value}, key} one value per selected record. A key
+is a dotted path ('*' maps over a list); `ratio: [a, b]` or `difference: [a, b]` instead of key
+combines two paths. {minus: [spec, spec]} and {spread: [spec, ...]} combine conditions seed by
+seed; {best_of: [spec, ...]} takes the spec with the highest mean (a learning-rate sweep's best arm).
+"""
+import glob
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .io import read_json
+
+STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
+                    "tiny_simclr": "tiny_simclr"}
+TRAINING_FIELDS = ("condition", "seed", "status", "config", "rung_loss", "loss")
+EVALUATION_FIELDS = ("condition", "seed", "status", "rungs", "at", "eval", "control")
+
+
+class InputError(Exception):
+    """A result file that is missing, unreadable or incomplete; str(e) names it and the fix."""
+
+
+def producing_stage(path):
+    """The DVC stage that writes a result file: pretrain@<study>, evaluate@<study>, an example's
+    stage or determinism."""
+    parts = Path(path).parts
+    if len(parts) > 2 and parts[1] in ("pretrain", "evaluate", "control"):
+        return f"{parts[1]}@{parts[2]}"
+    if len(parts) > 2 and parts[1] == "examples":
+        return STAGE_OF_EXAMPLE.get(Path(path).stem, "analyze")
+    return Path(path).stem
+
+
+def _fix(path):
+    return f"rewrite it with `dvc repro -f {producing_stage(path)}`"
+
+
+def read_record(path, root="."):
+    """A result file's JSON object; anything else raises InputError naming the file and the fix."""
+    try:
+        record = read_json(Path(root) / path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: missing; {_fix(path)}") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot be read ({type(e).__name__}: empty, truncated or corrupted?); "
+                         f"{_fix(path)}") from None
+    if not isinstance(record, dict) or not record:
+        raise InputError(f"{path}: empty record; {_fix(path)}")
+    return record
+
+
+def dig(record, path, where="record"):
+    """record at a dotted path; '*' maps over a list ('per_tau.*.p_positive')."""
+    head, _, rest = str(path).partition(".")
+    try:
+        if head == "*":
+            return [dig(item, rest, where) if rest else item for item in record]
+        value = record[int(head)] if isinstance(record, list) else record[head]
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise InputError(f"{where}: has no field {path!r}; {_fix(where) if '/' in where else 'check the key'}") \
+            from None
+    return dig(value, rest, where) if rest else value
+
+
+def _value(record, spec, where):
+    if "ratio" in spec:
+        a, b = spec["ratio"]
+        return dig(record, a, where) / dig(record, b, where)
+    if "difference" in spec:
+        a, b = spec["difference"]
+        return dig(record, a, where) - dig(record, b, where)
+    return dig(record, spec["key"], where)
+
+
+def seed_order(path):
+    numbers = re.findall(r"\d+", Path(path).stem)
+    return int(numbers[-1]) if numbers else path
+
+
+def _records(spec, root):
+    """[(path, record)] a spec selects, or None when it names a single value."""
+    if "files" in spec:                   # a pattern, or a list of patterns read in turn
+        patterns = spec["files"] if isinstance(spec["files"], list) else [spec["files"]]
+        paths = [p for pattern in patterns for p in sorted(glob.glob(pattern, root_dir=root), key=seed_order)]
+        if not paths:
+            raise InputError(f"no result files match {spec['files']}; run the stage that writes them "
+                             "(`dvc repro`), or check the pattern in analysis/claims.yaml")
+        return [(p, read_record(p, root)) for p in paths]
+    data = read_record(spec["file"], root)
+    if "select" not in spec:
+        return None
+    records = [(spec["file"], r) for r in dig(data, spec["select"], spec["file"])
+               if all(r.get(k) == v for k, v in (spec.get("where") or {}).items())]
+    if not records:
+        raise InputError(f"{spec['file']}: no records in {spec['select']} match {spec.get('where')}; "
+                         f"{_fix(spec['file'])}")
+    return records
+
+
+def parts(spec):
+    return spec.get("minus") or spec.get("spread") or spec.get("best_of") or []
+
+
+def best_of(spec, root):
+    """(index, {seed: value}) of the part of a best_of spec with the highest mean."""
+    found = [measure_by_seed(s, root) for s in spec["best_of"]]
+    means = [np.mean(list(p.values())) if p else -math.inf for p in found]
+    best = int(np.argmax(means))
+    return best, found[best]
+
+
+def measure_by_seed(spec, root="."):
+    """{seed: value} over the runs a spec selects. Failed runs (status not 'ok') give no value."""
+    if "best_of" in spec:
+        return best_of(spec, root)[1]
+    for op in ("minus", "spread"):
+        if op in spec:
+            found = [measure_by_seed(s, root) for s in spec[op]]
+            seeds = sorted(set.intersection(*(set(p) for p in found)))
+            if op == "minus":
+                return {s: found[0][s] - found[1][s] for s in seeds}
+            return {s: max(p[s] for p in found) - min(p[s] for p in found) for s in seeds}
+    records = _records(spec, root)
+    if records is None:
+        raise InputError("a single value has no seeds; use `files` or `select` in the spec")
+    return {r.get("seed", i): _value(r, spec, path) for i, (path, r) in enumerate(records)
+            if r.get("status", "ok") == "ok"}
+
+
+def measure(spec, root="."):
+    """The value a spec names, or the list of its per-seed values (in seed order)."""
+    if "file" in spec and "select" not in spec:          # one value, not one per seed
+        return _value(read_record(spec["file"], root), spec, spec["file"])
+    return list(measure_by_seed(spec, root).values())
+
+
+def realisations(spec, root="."):
+    """Every value a spec selects, one per record (several may share a seed)."""
+    records = _records(spec, root)
+    if records is None:
+        return flatten(measure(spec, root))
+    return [_value(r, spec, path) for path, r in records]
+
+
+def failed_runs(spec, root="."):
+    """Runs a per-seed spec selects that did not finish ('diverged', 'collapsed')."""
+    if parts(spec):
+        return [f for s in parts(spec) for f in failed_runs(s, root)]
+    if "files" not in spec:
+        return []
+    return [{"seed": r.get("seed"), "status": r["status"], "reason": r.get("reason")}
+            for _, r in _records(spec, root) if r.get("status", "ok") != "ok"]
+
+
+def runs(spec, root="."):
+    """Every record a per-run spec selects (finished or not)."""
+    return [r for _, r in _records(spec, root) or []]
+
+
+def patterns(spec):
+    """Every file pattern a measurement spec reads."""
+    if parts(spec):
+        return [p for part in parts(spec) for p in patterns(part)]
+    found = [spec[k] for k in ("files", "file") if k in spec]
+    return [p for f in found for p in (f if isinstance(f, list) else [f])]
+
+
+def conditions_of(spec):
+    """The pretraining conditions a spec reads (results/pretrain|evaluate/<study>/<condition>/...)."""
+    names = []
+    for pattern in patterns(spec):
+        found = Path(pattern).parts
+        if len(found) > 3 and found[1] in ("pretrain", "evaluate", "control") and found[3] not in names:
+            names.append(found[3])
+    return names
+
+
+def key_of(spec):
+    """The figure a spec reads (its key)."""
+    if parts(spec):
+        return key_of(parts(spec)[0])
+    return spec.get("key")
+
+
+def flatten(x):
+    return [v for item in x for v in flatten(item)] if isinstance(x, list) else [x]
+
+
+def at_step(value, step):
+    """A measurement spec with every '{step}' in it replaced by the rung."""
+    if isinstance(value, str):
+        return value.replace("{step}", str(step))
+    if isinstance(value, list):
+        return [at_step(v, step) for v in value]
+    if isinstance(value, dict):
+        return {k: at_step(v, step) for k, v in value.items()}
+    return value
+
+
+def replace_key(spec, old, new):
+    """A spec whose key(s) end in `old` read `new` instead (another probe); None if none does."""
+    if parts(spec):
+        found = [replace_key(p, old, new) for p in parts(spec)]
+        op = next(k for k in ("minus", "spread", "best_of") if k in spec)
+        return None if None in found else {**spec, op: found}
+    if (spec.get("key") or "").endswith(f".{old}"):
+        return {**spec, "key": spec["key"][: -len(old)] + new}
+    return None
+
+
+# ---------------------------------------------------------------- complete inputs
+
+def _check_fields(path, record, fields):
+    missing = [f for f in fields if f not in record]
+    if missing:
+        raise InputError(f"{path}: partial record, no field {missing[0]!r}; {_fix(path)}")
+
+
+def check_inputs(conditions, root="."):
+    """Every training and evaluation record the resolved configuration (resolved/conditions.json:
+    seeds, and each condition's study and rungs) expects, present and complete: a finished run
+    evaluated at every rung it reached. Raises InputError on the first gap."""
+    for name, info in conditions["conditions"].items():
+        for seed in conditions["seeds"]:
+            run = f"{info['study']}/{name}/seed_{seed}.json"
+            training = read_record(f"results/pretrain/{run}", root)
+            _check_fields(f"results/pretrain/{run}", training, TRAINING_FIELDS)
+            path = f"results/evaluate/{run}"
+            evaluation = read_record(path, root)
+            _check_fields(path, evaluation, EVALUATION_FIELDS)
+            if (training["condition"], training["seed"]) != (name, seed) or \
+                    (evaluation["condition"], evaluation["seed"]) != (name, seed):
+                raise InputError(f"{path}: records another run than {name} seed {seed}; {_fix(path)}")
+            reached = [int(s) for s in training["rung_loss"]] if training["status"] != "ok" else info["rungs"]
+            absent = [s for s in reached if str(s) not in evaluation["at"]]
+            if absent:
+                raise InputError(f"{path}: partial record, no evaluation at step {absent[0]}; {_fix(path)}")

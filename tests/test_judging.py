@@ -1,0 +1,243 @@
+"""The judging rules on constructed data with known verdicts: decisions against the margin, gates
+relative to headroom on the reference arm, the robustness panel, convergence, and independence
+of each claim's verdict from the rest of the registry."""
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from replication import decisions, judging
+from replication.registry import load_registry
+
+from test_claims import REGISTRY, RULES, claim, judge
+
+
+def records(root, condition, by_rung, control=0.30, batch=128, embeddings=("h",), calibrated=None):
+    """Training and evaluation records of one condition over seeds: by_rung {step: {probe: [per seed]}}
+    (a list alone is the linear probe); the control scores `control` under every probe. With
+    `calibrated`, a control-stage record too."""
+    steps = sorted(by_rung)
+    by_rung = {t: v if isinstance(v, dict) else {"linear": v} for t, v in by_rung.items()}
+    n = len(next(iter(by_rung[steps[0]].values())))
+    for seed in range(n):
+        def metrics(t):
+            probes = {p: v[seed] for p, v in by_rung[t].items()}
+            return {e: {"linear": probes["linear"], "knn": probes.get("knn", probes["linear"]),
+                        "wknn": probes.get("wknn", probes["linear"])} for e in embeddings}
+        control_metrics = {e: {"linear": control, "knn": control, "wknn": control} for e in embeddings}
+        at = {"0": control_metrics, **{str(t): metrics(t) for t in steps}}
+        evaluation = {"condition": condition, "seed": seed, "status": "ok", "reason": None, "rungs": [0, *steps],
+                      "control": control_metrics, "eval": at[str(steps[0])], "at": at}
+        training = {"condition": condition, "seed": seed, "status": "ok", "loss": 1.0,
+                    "config": {"steps": steps[0], "batch": batch, "ladder": steps[1:]},
+                    "rung_loss": {str(t): 1.0 for t in [0, *steps]}}
+        for stage, record in (("evaluate", evaluation), ("pretrain", training)):
+            path = root / "results" / stage / "s" / condition / f"seed_{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record))
+        if calibrated is not None:
+            path = root / "results" / "control" / "s" / condition / f"seed_{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"condition": condition, "seed": seed,
+                                        "calibrated": {e: {"linear": calibrated} for e in embeddings}}))
+
+
+def arm(condition, key="eval.h.linear"):
+    return {"files": f"results/evaluate/*/{condition}/seed_*.json", "key": key}
+
+
+def ladder(condition, key="h.linear"):
+    return arm(condition, f"at.{{step}}.{key}")
+
+
+BASE = [0.60, 0.61, 0.59, 0.62, 0.60]
+
+
+def up(values, by):
+    return [v + by for v in values]
+
+
+# ---------------------------------------------------------------- decisions
+
+@pytest.mark.parametrize("mean,verdict", [(0.10, "reproduced"), (-0.10, "contradicted"), (0.0, "no meaningful effect"),
+                                          (0.025, "inconclusive"), (-0.025, "inconclusive")])
+def test_one_sided_tests_against_the_margin_read_the_95_interval(mean, verdict):
+    diffs = [mean + e for e in (0.012, -0.009, 0.003, -0.006, 0.0)]
+    p = decisions.tests(diffs, 0.02)
+    assert decisions.decide(p, 0.025) == verdict
+    lo, hi = sp.t.interval(0.95, 4, loc=np.mean(diffs), scale=sp.sem(diffs))
+    assert decisions.decide_interval(lo, hi, 0.02) == verdict
+    t = (np.mean(diffs) - 0.02) / sp.sem(diffs)
+    assert p["p_reproduced"] == pytest.approx(sp.t.sf(t, 4))
+
+
+@pytest.mark.parametrize("verdicts,combined", [
+    (["reproduced", "reproduced"], "reproduced"),
+    (["reproduced", "contradicted"], "contradicted"),
+    (["reproduced", "inconclusive"], "inconclusive"),
+    (["reproduced", "no meaningful effect"], "no meaningful effect"),
+    (["no meaningful effect", "no meaningful effect"], "no meaningful effect"),
+    (["reproduced", "not testable here"], "not testable here"),
+])
+def test_every_contrast_of_a_claim_must_hold(verdicts, combined):
+    assert decisions.combine(verdicts) == combined
+
+
+def test_adding_unrelated_claims_to_the_registry_changes_no_verdict(tmp_path):
+    """Nine claims, each with p about 0.015 against no effect and its interval above the margin:
+    each is reproduced alone and beside the others (a registry-wide Holm family would have turned
+    all nine inconclusive). Only the screen's q-values see the family."""
+    noisy = [v + 0.065 + e for v, e in zip(BASE, (0.04, -0.04, 0.03, -0.03, 0.0))]
+    records(tmp_path, "b", {300: BASE})
+    made = []
+    for i in range(9):
+        records(tmp_path, f"x{i}", {300: noisy})
+        made.append(claim(id=f"claim-{i}", kind="paired", a=f"x{i}", b="b", margin=0.02,
+                          arms={f"x{i}": arm(f"x{i}"), "b": arm("b")}))
+    alone = judge(made[0], tmp_path)
+    together = judging.judge_all([judging.validate_claim(c) for c in made], tmp_path, RULES)
+    screen = ("q_bh", "bh_family", "robustness", "labels")
+    assert alone["verdict"] == "reproduced" and alone["contrast"]["p"] == pytest.approx(0.0147, abs=2e-3)
+    assert {k: v for k, v in together[0].items() if k not in screen} == \
+        {k: v for k, v in alone.items() if k not in screen}
+    assert [c["verdict"] for c in together] == ["reproduced"] * 9
+    assert together[0]["bh_family"] == 9 and alone["bh_family"] == 1
+
+
+# ---------------------------------------------------------------- gates
+
+def test_the_gate_is_relative_to_the_controls_headroom(tmp_path):
+    """A control at 96%: one point of gain removes a quarter of its error, and the arm has trained."""
+    records(tmp_path, "a", {300: [0.975, 0.972, 0.973, 0.974, 0.975]}, control=0.96)
+    records(tmp_path, "b", {300: [0.970, 0.971, 0.969, 0.972, 0.970]}, control=0.96)
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.001, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    gate = judged["arms"]["b"]["control"]["b"]
+    assert gate["trained"] and gate["error_removed"]["mean"] == pytest.approx(0.2604, abs=1e-3)
+    assert judged["verdict"] == "reproduced"
+
+
+def test_the_calibrated_control_decides_and_the_uncalibrated_is_kept(tmp_path):
+    """An arm 8 points over its uncalibrated control, but only 1 over the calibrated one, has not trained."""
+    records(tmp_path, "a", {300: up(BASE, 0.2)})
+    records(tmp_path, "b", {300: up([0.38, 0.385, 0.375, 0.39, 0.38], 0)}, control=0.30, calibrated=0.372)
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    gate = judged["arms"]["b"]["control"]["b"]
+    assert gate["calibrated"] and gate["control_calibrated"] == 0.372 and gate["control_uncalibrated"] == 0.30
+    assert not gate["trained"] and judged["verdict"] == "not testable here"
+
+
+def test_only_the_reference_arm_is_gated(tmp_path):
+    """A claim that predicts arm b fails: b's failure is the outcome, so only a must have trained."""
+    records(tmp_path, "a", {300: up(BASE, 0.2)})
+    records(tmp_path, "b", {300: [0.30, 0.29, 0.31, 0.30, 0.30]})          # never left its control
+    arms = {"a": arm("a"), "b": arm("b")}
+    gated_on_b = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms=arms), tmp_path)
+    gated_on_a = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms=arms, reference=["a"]), tmp_path)
+    assert gated_on_b["verdict"] == "not testable here" and "b (b) did not train" in gated_on_b["note"]
+    assert gated_on_a["verdict"] == "reproduced"
+
+
+def test_a_best_of_arm_is_gated_on_its_chosen_candidate_only(tmp_path):
+    records(tmp_path, "a", {300: up(BASE, 0.1)})
+    records(tmp_path, "good", {300: BASE})
+    records(tmp_path, "stuck", {300: [0.30, 0.31, 0.29, 0.30, 0.30]})
+    best = {"best_of": [arm("good"), arm("stuck")]}
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": best}), tmp_path)
+    assert list(judged["arms"]["b"]["control"]) == ["good"] and judged["verdict"] == "reproduced"
+
+
+def test_a_z_arm_is_gated_on_z(tmp_path):
+    """h trains, z does not: a claim reading z is gated on z's own probe."""
+    records(tmp_path, "a", {300: up(BASE, 0.1)}, embeddings=("h", "z"))
+    path_of = lambda seed: tmp_path / "results" / "evaluate" / "s" / "a" / f"seed_{seed}.json"
+    for seed in range(5):
+        record = json.loads(path_of(seed).read_text())
+        record["eval"]["z"]["linear"] = record["at"]["300"]["z"]["linear"] = 0.30 + seed / 1000
+        path_of(seed).write_text(json.dumps(record))
+    judged = judge(claim(kind="paired", a="h", b="z", margin=0.02,
+                         arms={"h": arm("a", "eval.h.linear"), "z": arm("a", "eval.z.linear")}), tmp_path)
+    assert judged["arms"]["z"]["control"]["a"]["metric"] == "linear probe on z"
+    assert judged["verdict"] == "not testable here"
+
+
+# ---------------------------------------------------------------- robustness and convergence
+
+def test_a_probe_that_flips_the_sign_is_named(tmp_path):
+    """The linear probe puts a 10 points above b; kNN puts it 10 points below."""
+    records(tmp_path, "a", {300: {"linear": up(BASE, 0.1), "knn": BASE}})
+    records(tmp_path, "b", {300: {"linear": BASE, "knn": up(BASE, 0.1)}})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["verdict"] == "reproduced"
+    by_choice = {(x["dimension"], x["choice"]): x["verdict"] for x in judged["robustness"]["alternatives"]}
+    assert by_choice[("probe", "knn")] == "contradicted" and by_choice[("probe", "wknn")] == "reproduced"
+    assert judged["robustness"]["label"] == "depends on: probe" and "depends on: probe" in judged["labels"]
+
+
+def test_a_claim_every_alternative_agrees_with_is_robust(tmp_path):
+    records(tmp_path, "a", {300: up(BASE, 0.1)})
+    records(tmp_path, "b", {300: BASE})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["robustness"]["label"] == "robust" and judged["primary"]["probe"] == "linear"
+
+
+def test_rung_and_equal_images_alternatives_of_a_ladder_claim(tmp_path):
+    """a (batch 128) leads b (batch 64) by 6 points at equal steps, but b at twice the steps has
+    seen as many images and catches up: the verdict depends on the compute basis."""
+    records(tmp_path, "a", {300: up(BASE, 0.05), 1200: up(BASE, 0.10), 2400: up(BASE, 0.11)}, batch=128)
+    records(tmp_path, "b", {300: BASE, 1200: up(BASE, 0.04), 2400: up(BASE, 0.05), 4800: up(BASE, 0.11)}, batch=64)
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
+                         arms={"a": ladder("a"), "b": ladder("b")}), tmp_path)
+    assert judged["primary"]["rung"] == 2400 and judged["verdict"] == "reproduced"
+    alternatives = {x["dimension"]: x for x in judged["robustness"]["alternatives"] if x["dimension"] != "probe"}
+    assert alternatives["rung"]["choice"] == 1200 and alternatives["rung"]["verdict"] == "reproduced"
+    assert alternatives["basis"]["choice"] == "equal images: a at 2400, b at 4800 steps"
+    assert alternatives["basis"]["verdict"] == "no meaningful effect"
+    assert judged["robustness"]["label"] == "depends on: basis"
+
+
+def test_an_arm_still_moving_at_the_judged_rung_is_not_converged(tmp_path):
+    records(tmp_path, "a", {300: up(BASE, 0.02), 1200: up(BASE, 0.06), 2400: up(BASE, 0.10)})
+    records(tmp_path, "b", {300: BASE, 1200: up(BASE, 0.001), 2400: up(BASE, 0.002)})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
+                         arms={"a": ladder("a"), "b": ladder("b")}), tmp_path)
+    conv = judged["convergence"]
+    assert conv["arms"]["a"]["move"] == pytest.approx(0.04) and conv["arms"]["a"]["converged"] is False
+    assert conv["arms"]["b"]["converged"] is True and conv["threshold"] == pytest.approx(0.01)
+    assert "not converged" in judged["labels"]
+
+
+def test_a_trend_is_fitted_only_where_both_arms_trained_and_on_the_logit_scale_too(tmp_path):
+    records(tmp_path, "a", {300: [0.30, 0.31, 0.29, 0.30, 0.31], 1200: up(BASE, 0.2), 2400: up(BASE, 0.3)})
+    records(tmp_path, "b", {300: [0.30, 0.29, 0.31, 0.30, 0.30], 1200: up(BASE, 0.1), 2400: up(BASE, 0.2)})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
+                         arms={"a": ladder("a"), "b": ladder("b")}), tmp_path)
+    assert judged["contrast"]["trend"]["steps"] == [1200, 2400]       # 300: neither arm had trained
+    assert judged["contrast"]["trend_logit"]["steps"] == [1200, 2400]
+    logit = lambda p: math.log(p / (1 - p))
+    assert judged["contrast"]["logit"]["mean"] == pytest.approx(
+        np.mean([logit(x + 0.3) - logit(x + 0.2) for x in BASE]))
+
+
+def test_bh_as_an_alternative_turns_a_weak_decision_inconclusive():
+    from replication.robustness import multiplicity_verdict
+    assert multiplicity_verdict("reproduced", 0.2, 0.025) == "inconclusive"
+    assert multiplicity_verdict("reproduced", 0.01, 0.025) == "reproduced"
+    assert multiplicity_verdict("inconclusive", 0.9, 0.025) == "inconclusive"
+
+
+def test_labels_for_what_is_not_a_test(tmp_path):
+    (tmp_path / "r.json").write_text(json.dumps({"runs": [{"seed": 3, "x": v} for v in (0.64, 0.65, 0.66)]}))
+    spec = {"file": "r.json", "select": "runs", "key": "x"}
+    judged = judge(claim(kind="single_run", published=0.65, realisations=spec, calibrated="tuned to it",
+                         realisation="three thread counts of seed 3"), tmp_path)
+    assert {"calibrated", "realisation"} <= set(judged["labels"])
+    counts = judging.summary([judged])
+    assert counts["document"]["judged"] == 0 or counts["literature"]["judged"] == 0
+    assert sum(counts[o]["verdicts"].get("reproduced", 0) for o in ("literature", "document")) == 0
+
+
+def test_the_committed_rules_name_every_alternative_the_panel_uses():
+    rules, _ = load_registry(REGISTRY)
+    assert rules["robustness"]["probes"][0] == "linear" and rules["robustness"]["rungs"] == "last doubling"

@@ -1,0 +1,204 @@
+"""The strict registry and complete inputs: every mistake gives one line and a non-zero exit, and
+nothing is written. Each case is a small, valid world (a registry, a resolved configuration and
+the records it expects) with one thing broken."""
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = ROOT / "analysis" / "claims.yaml"
+SEEDS = [0, 1, 2]
+
+RULES = """rules:
+  control_error_removed: 0.05
+  max_seeds: 50
+  failure_loss_fraction: 0.8
+  alpha: 0.025
+  convergence_fraction: 0.5
+  robustness: {probes: [linear, knn], rungs: last doubling, bases: [equal images], multiplicity: [bh]}
+"""
+PAIRED = """- id: a-beats-b
+  section: demo
+  source: "test"
+  statement: "a beats b"
+  published: "+10 points"
+  metric: "linear probe on h"
+  kind: paired
+  a: a
+  b: b
+  direction: greater
+  margin: 0.02
+  arms:
+    a: {files: "results/evaluate/*/ca/seed_*.json", key: eval.h.linear}
+    b: {files: "results/evaluate/*/cb/seed_*.json", key: eval.h.linear}
+"""
+BOUND = """- id: small-loss
+  section: demo
+  source: "test"
+  statement: "the loss is small"
+  published: 0
+  metric: "loss"
+  kind: bound
+  at_most: 1.0
+  measured: {file: results/examples/ex.json, key: loss}
+"""
+
+
+def write_world(root, registry=None):
+    """A registry with one paired and one bound claim, and every record it and the resolved
+    configuration expect."""
+    (root / "analysis").mkdir(parents=True, exist_ok=True)
+    (root / "analysis" / "claims.yaml").write_text(registry or RULES + "claims:\n" + PAIRED + BOUND)
+    (root / "resolved").mkdir(exist_ok=True)
+    conditions = {name: {"study": "s", "label": name, "steps": 300, "rungs": [0, 300]} for name in ("ca", "cb")}
+    (root / "resolved" / "conditions.json").write_text(json.dumps({"seeds": SEEDS, "conditions": conditions}))
+    (root / "results" / "examples").mkdir(parents=True, exist_ok=True)
+    (root / "results" / "examples" / "ex.json").write_text(json.dumps({"loss": 0.5}))
+    for name, level in (("ca", 0.8), ("cb", 0.6)):
+        for seed in SEEDS:
+            metrics = lambda acc: {"h": {"linear": acc, "knn": acc}}
+            for stage, record in (
+                    ("pretrain", {"condition": name, "seed": seed, "status": "ok", "loss": 1.0,
+                                  "config": {"steps": 300, "batch": 8}, "rung_loss": {"0": None, "300": 1.0}}),
+                    ("evaluate", {"condition": name, "seed": seed, "status": "ok", "rungs": [0, 300],
+                                  "control": metrics(0.3), "eval": metrics(level + seed / 100),
+                                  "at": {"0": metrics(0.3), "300": metrics(level + seed / 100)}})):
+                path = root / "results" / stage / "s" / name / f"seed_{seed}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(record))
+
+
+def run_analyze(root, monkeypatch, capsys):
+    """experiments/analyze.py run as a script in `root`: (exit status, stderr)."""
+    monkeypatch.chdir(root)
+    try:
+        runpy.run_path(str(ROOT / "experiments" / "analyze.py"), run_name="__main__")
+        status = 0
+    except SystemExit as e:
+        status = e.code
+    return status, capsys.readouterr().err
+
+
+def test_the_valid_world_is_judged(tmp_path, monkeypatch, capsys):
+    write_world(tmp_path)
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    judged = json.loads((tmp_path / "reports" / "claims.json").read_text())
+    assert status == 0 and err == ""
+    assert [c["verdict"] for c in judged] == ["reproduced", "within bound"]
+
+
+# (what is broken, text replaced, replacement, what the one line must name)
+REGISTRY_MISTAKES = [
+    ("misspelt margin", "  margin: 0.02\n", "  margn: 0.02\n", "a-beats-b: margn: unknown key"),
+    ("missing margin", "  margin: 0.02\n", "", "a-beats-b: margin: Field required"),
+    ("misspelt at_most", "  at_most: 1.0\n", "  at_mots: 1.0\n", "small-loss: at_mots: unknown key"),
+    ("unknown direction", "direction: greater", "direction: grater", "a-beats-b: direction: must be"),
+    ("negative margin", "margin: 0.02", "margin: -0.02", "a-beats-b: margin: Input should be greater than or equal to 0"),
+    ("misspelt kind", "kind: paired", "kind: pairde", "a-beats-b: kind: must be one of"),
+    ("misspelt arms", "  arms:\n", "  amrs:\n", "a-beats-b: amrs: unknown key"),
+    ("misspelt metric key", "eval.h.linear}\n    b:", "eval.h.linaer}\n    b:", "a-beats-b: arms.a.key: 'eval.h.linaer'"),
+    ("misspelt published", '  published: "+10 points"', '  pubished: "+10 points"', "a-beats-b: pubished: unknown key"),
+    ("duplicate key in a claim", "  margin: 0.02\n", "  margin: 0.02\n  margin: 0.5\n", "duplicate key 'margin'"),
+    ("unknown rules key", "  max_seeds: 50\n", "  max_seeds: 50\n  control_margins: 0.1\n", "rules: control_margins: unknown key"),
+    ("missing rule", "  alpha: 0.025\n", "", "rules: alpha: Field required"),
+    ("rule out of range", "alpha: 0.025", "alpha: 0.7", "rules: alpha"),
+    ("duplicate id", "- id: small-loss", "- id: a-beats-b", "a-beats-b: id: used twice"),
+    ("undefined condition", "*/cb/seed_*", "*/cx/seed_*", "condition 'cx' is not defined"),
+    ("a not among the arms", "  a: a\n", "  a: c\n", "arm 'c' is not in arms"),
+    ("margin as text", "margin: 0.02", "margin: '0.02'", "a-beats-b: margin: Input should be a valid number"),
+    ("infinite margin", "margin: 0.02", "margin: .inf", "a-beats-b: margin"),
+    ("id outside the alphabet", "- id: a-beats-b", "- id: A beats <b>", "String should match pattern"),
+    ("section with markup", "  section: demo\n  source: \"test\"\n  statement: \"a beats b\"",
+     "  section: \"<script>\"\n  source: \"test\"\n  statement: \"a beats b\"", "section: String should match pattern"),
+    ("ladder as text", "  margin: 0.02\n", "  margin: 0.02\n  ladder: 'yes'\n", "a-beats-b: ladder: Input should be a valid boolean"),
+    ("two sources in a spec", "a: {files: \"results/evaluate/*/ca/seed_*.json\",",
+     "a: {file: results/x.json, files: \"results/evaluate/*/ca/seed_*.json\",", "give exactly one of file, files"),
+    ("a bound with no bound", "  at_most: 1.0\n", "", "small-loss: give at_most, at_least or both"),
+    ("missing direction", "  direction: greater\n", "", "a-beats-b: direction: Field required"),
+    ("amendment without why", "  margin: 0.02\n",
+     "  margin: 0.02\n  amended: {date: '2026-12-01', what: w, previous_verdict: inconclusive}\n", "amended.0.why: Field required"),
+    ("amendment with an unknown verdict", "  margin: 0.02\n",
+     "  margin: 0.02\n  amended: {date: '2026-12-01', what: w, why: y, previous_verdict: reproducd}\n",
+     "amended.0.previous_verdict"),
+    ("negative tolerance", "  kind: bound\n  at_most: 1.0\n", "  kind: exact\n  tolerance: -1\n",
+     "small-loss: tolerance: Input should be greater than or equal to 0"),
+    ("a third top-level key", "claims:\n", "notes: x\nclaims:\n", "expected exactly two keys"),
+    ("ratio of three paths", "measured: {file: results/examples/ex.json, key: loss}",
+     "measured: {file: results/examples/ex.json, ratio: [a, b, c]}", "ratio: List should have at most 2 items"),
+]
+
+
+@pytest.mark.parametrize("case,old,new,named", REGISTRY_MISTAKES, ids=[c[0] for c in REGISTRY_MISTAKES])
+def test_a_registry_mistake_stops_analysis_with_one_line(tmp_path, monkeypatch, capsys, case, old, new, named):
+    registry = RULES + "claims:\n" + PAIRED + BOUND
+    assert old in registry
+    write_world(tmp_path, registry.replace(old, new, 1))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and named in err, err
+    assert not (tmp_path / "reports").exists()
+
+
+def _delete(path):
+    path.unlink()
+
+
+def _empty(path):
+    path.write_text("")
+
+
+def _truncate(path):
+    path.write_text(path.read_text()[:40])
+
+
+def _drop(field):
+    def edit(path):
+        record = json.loads(path.read_text())
+        del record[field]
+        path.write_text(json.dumps(record))
+    return edit
+
+
+def _drop_rung(path):
+    record = json.loads(path.read_text())
+    del record["at"]["300"]
+    path.write_text(json.dumps(record))
+
+
+RESULT_FAULTS = [
+    ("evaluation record deleted", "evaluate", _delete, "missing; rewrite it with `dvc repro -f evaluate@s`"),
+    ("training record deleted", "pretrain", _delete, "missing; rewrite it with `dvc repro -f pretrain@s`"),
+    ("empty file", "evaluate", _empty, "cannot be read"),
+    ("truncated record", "evaluate", _truncate, "cannot be read"),
+    ("empty record", "evaluate", lambda p: p.write_text("{}"), "empty record"),
+    ("partial record: no eval", "evaluate", _drop("eval"), "partial record, no field 'eval'"),
+    ("partial record: a rung missing", "evaluate", _drop_rung, "no evaluation at step 300"),
+    ("partial training record", "pretrain", _drop("rung_loss"), "partial record, no field 'rung_loss'"),
+]
+
+
+@pytest.mark.parametrize("case,stage,fault,named", RESULT_FAULTS, ids=[c[0] for c in RESULT_FAULTS])
+def test_a_missing_or_partial_result_stops_analysis_with_one_line(tmp_path, monkeypatch, capsys, case, stage,
+                                                                   fault, named):
+    write_world(tmp_path)
+    path = tmp_path / "results" / stage / "s" / "cb" / "seed_1.json"
+    fault(path)
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 1
+    assert err.count("\n") == 1 and f"results/{stage}/s/cb/seed_1.json" in err and named in err, err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_params_and_the_committed_registry_reject_duplicate_keys():
+    from replication.io import DuplicateKeyError, load_yaml
+    with pytest.raises(DuplicateKeyError, match="duplicate key 'a' at line 2"):
+        load_yaml("a: 1\na: 2\n")
+    assert load_yaml("x: &x {a: 1}\ny: {<<: *x, a: 2}\n")["y"] == {"a": 2}     # a merge may override
+
+
+def test_the_committed_registry_is_valid():
+    from replication.registry import load_registry
+    rules, claims = load_registry(REGISTRY)
+    assert len(claims) > 80 and rules["alpha"] == 0.025
