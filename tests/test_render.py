@@ -63,7 +63,9 @@ def test_forest_rows_scale_each_effect_by_its_margin_and_group_by_verdict():
     assert [r["claim"] for r in rows] == ["three", "one", "two"]
     assert rows[1]["effect"] == pytest.approx(3.0) and rows[1]["lo"] == pytest.approx(2.5)
     assert rows[1]["published"] == pytest.approx(2.0) and rows[2]["published"] is None
-    plt.close(figures.forest_plot([claim("far", "reproduced", 0.5), claim("one", "not testable here", 0.01)]))
+    svg = figures.svg_markup(figures.forest_plot([claim("far", "reproduced", 0.5),
+                                                  claim("one", "not testable here", 0.01)]), "forest", key="f")
+    assert '<a xlink:href="#claim-far">' in svg and "_blank" not in svg and "<metadata>" not in svg
 
 
 def test_a_claim_is_literature_or_document_by_its_field_else_by_its_section():

@@ -142,8 +142,10 @@ def realisations(claim):
     seeds = (claim.get("contrast") or {}).get("seeds")
     if seeds:
         return len(seeds), "seeds"
+    if claim.get("kind") == "correlation" and isinstance(arms.get("x"), dict):
+        return arms["x"].get("n"), "runs"
     counts = [arm.get("n") for arm in arms.values() if isinstance(arm, dict) and isinstance(arm.get("n"), int)]
-    if counts and claim.get("kind") not in ("correlation",):
+    if counts:
         return max(counts), "seeds" if max(counts) > 1 else "run"
     return None, None
 
@@ -168,7 +170,7 @@ def post_hoc(claim):
 
 def first_sentence(text, words=30):
     """The first sentence of a note, cut at `words` words."""
-    sentence = re.split(r"(?<=[.;])\s", (text or "").strip(), maxsplit=1)[0]
+    sentence = re.split(r"(?<=\.)\s", (text or "").strip(), maxsplit=1)[0]
     cut = sentence.split()
     return " ".join(cut[:words]) + (" …" if len(cut) > words else "")
 

@@ -28,6 +28,8 @@ def svg_markup(fig, alt, key):
     plt.close(fig)
     text = buffer.getvalue()
     text = text[text.index("<svg"):]
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
+    text = text.replace(' target="_blank"', "")       # every link in a figure is to a claim on this page
     defined = set(re.findall(r'\bid="([^"]+)"', text))
     text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{key}-{m.group(1)}"', text)
     text = re.sub(r'(url\(#|href="#)([^")]+)',
