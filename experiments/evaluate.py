@@ -3,36 +3,65 @@
     python experiments/evaluate.py <study>
 
 Reads resolved/evaluate.json (the probes), resolved/pretrain/<study>.json (which runs exist) and
-each run's training record and checkpoints; a checkpoint whose sha256 differs from its record stops
-the stage with one line naming the file and how to restore it. Writes
+each run's training record and checkpoints. A training record that is missing or unreadable, a
+dataset or a checkpoint whose sha256 differs from its record stops the stage, before anything is
+written, with one line naming the file and how to restore it. Writes
 results/evaluate/<study>/<condition>/seed_<k>.json: the untrained control (step 0) and the end of
 training, on h and on z.
 """
+import json
 import sys
 from pathlib import Path
 
-from replication.config import EvaluateConfig, StudyConfig, read_resolved
-from replication.io import write_json
+from contrastive.data import DataError
+from replication.config import EvaluateConfig, ParamsError, StudyConfig, check_name, read_resolved
+from replication.io import remove_stray_tmp, write_json
 from replication.evaluation import CheckpointError, evaluate_run
 from replication.runs import map_runs, run_name
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
+
+def fail(message):
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def check_records(study, runs):
+    """Every run's training record exists and parses, so that a bad one is named here, not as a
+    traceback from inside a worker process."""
+    for run in runs:
+        path = Path(f"results/pretrain/{run}.json")
+        retrain = f"run `dvc repro -f pretrain@{study}`"
+        if not path.exists():
+            fail(f"{path}: missing training record; {retrain}")
+        try:
+            json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            fail(f"{path}: not a readable training record (truncated?); restore it with "
+                 f"`git checkout -- {path}` or {retrain}")
+
+
+def main(argv):
+    if len(argv) != 2:
         print("usage: evaluate.py STUDY (a study of params.yaml: pretrain.studies)", file=sys.stderr)
         raise SystemExit(2)
-    study = read_resolved(f"pretrain/{sys.argv[1]}", StudyConfig)
+    try:
+        check_name(argv[1], "study")
+    except ParamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    study = read_resolved(f"pretrain/{argv[1]}", StudyConfig)
     config = read_resolved("evaluate", EvaluateConfig)
     runs = [run_name(study.study, name, seed) for name in study.conditions for seed in study.seeds]
-    for run in runs:
-        if not Path(f"results/pretrain/{run}.json").exists():
-            print(f"error: results/pretrain/{run}.json: missing training record; "
-                  f"run `dvc repro pretrain@{study.study}`", file=sys.stderr)
-            raise SystemExit(1)
+    check_records(study.study, runs)
+    remove_stray_tmp(f"results/evaluate/{study.study}")
     tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
     try:
         evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"])
-    except CheckpointError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(1) from None
+    except (CheckpointError, DataError) as e:
+        fail(e)
     for run, evaluation in zip(runs, evaluations):
         write_json(f"results/evaluate/{run}.json", evaluation)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

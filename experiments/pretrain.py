@@ -13,17 +13,31 @@ On GPUs, one process per device: `torchrun --nproc-per-node N experiments/pretra
 """
 import sys
 
+from contrastive.data import DataError
 from contrastive.distributed import init_from_env, rank, select_device, world_size
-from replication.config import StudyConfig, read_resolved
+from replication.config import ParamsError, StudyConfig, check_name, read_resolved
+from replication.io import remove_stray_tmp
 from replication.runs import map_runs, save_run, train_run, training_tasks
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         print("usage: pretrain.py STUDY (a study of params.yaml: pretrain.studies)", file=sys.stderr)
         raise SystemExit(2)
+    try:
+        check_name(sys.argv[1], "study")
+    except ParamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     study = read_resolved(f"pretrain/{sys.argv[1]}", StudyConfig)
     init_from_env(select_device(study.execution.device))
     workers = read_resolved("workers")["workers"] if world_size() == 1 else 1
-    for record, states in map_runs(train_run, training_tasks(study), workers):
-        if rank() == 0:
-            save_run(study.study, record, states)
+    if rank() == 0:     # what a run killed mid-save left behind (ignored by DVC, see .dvcignore)
+        for folder in (f"artifacts/pretrain/{study.study}", f"results/pretrain/{study.study}"):
+            remove_stray_tmp(folder)
+    try:
+        for record, states in map_runs(train_run, training_tasks(study), workers):
+            if rank() == 0:
+                save_run(study.study, record, states)
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -200,6 +200,8 @@ def load_imagefolder(root, size=32, n_test=0.2, seed=0):
 def load_cifar10(root, size=32):
     """CIFAR-10 from the python-pickle files under root (never downloaded at run time)."""
     from torchvision.datasets import CIFAR10
+    if Path(root).name == CIFAR10.base_folder:     # the extracted folder itself: torchvision wants its parent
+        root = Path(root).parent
     try:
         train, test = CIFAR10(root, train=True, download=False), CIFAR10(root, train=False, download=False)
     except RuntimeError:

@@ -6,29 +6,45 @@ file. `resolve(params)` turns it into the configuration each stage uses (resolve
 written by the `resolve` stage): a stage depends on its own resolved file, so editing a profile
 that is not active changes nothing, and editing the active one reruns exactly the stages whose
 configuration it changes. A bad file ends the process with exit status 2 and one line that names
-the key and what is allowed; nothing is written.
+the key and what is allowed; nothing is written. Checking is strict, so that no value slips through
+by coercion: no text for a number or a flag, finite numbers only, unique seeds, no key given twice,
+and names of studies, conditions and profiles that are safe as paths and DVC stage names.
 
     python -m replication.config [params.yaml]     # validate only
 """
 import copy
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .io import DuplicateKeyError, load_yaml
+
+
+def _unique(values):
+    """Repeated seeds would count one run twice and narrow every interval built on them."""
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"seeds must be unique; repeated: {', '.join(map(str, repeated))}")
+    return values
+
 
 PositiveFloat = Annotated[float, Field(gt=0)]
-Seeds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+Seeds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1), AfterValidator(_unique)]
 Threads = Annotated[int, Field(ge=1, le=64)]
 Count = Annotated[int, Field(ge=1)]
 RESOLVED = Path("resolved")
+NAME = re.compile(r"[a-z0-9_]+")     # study, condition and profile names: used in paths and stage names
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+    """No coercion ('0.2' is not a number, 'yes' not a flag), no infinity or NaN, no unknown key."""
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
 
 # ---------------------------------------------------------------- data
@@ -201,6 +217,13 @@ class EvaluateParams(Strict):
     wknn_k: Count
     wknn_t: PositiveFloat
 
+    @model_validator(mode="after")
+    def _neighbours_within_the_labelled_set(self):
+        for key in ("knn_k", "wknn_k"):
+            if getattr(self, key) > self.n_labelled:
+                raise ValueError(f"{key} ({getattr(self, key)}) must not exceed n_labelled ({self.n_labelled})")
+        return self
+
 
 class DeterminismParams(Strict):
     """One short pretraining of a condition, repeated, and at other thread counts."""
@@ -355,11 +378,20 @@ def _one_line(error, model, where=""):
     return f"{key}: {msg}{shown}"
 
 
+def check_name(name, where):
+    """A study, condition or profile name becomes a path (resolved/pretrain/<study>.json) and a DVC
+    stage name (pretrain@<study>), so only [a-z0-9_] is allowed: no '..', '/', space or capital."""
+    if not (isinstance(name, str) and NAME.fullmatch(name)):
+        raise ParamsError(f"{where}: name {name!r} may hold only lower-case letters, digits and _")
+
+
 def _check_conditions(params):
     """Each condition's overrides on their own, so that an error names the condition's own key."""
     seen = {}
     for study, conditions in params.pretrain.studies.items():
+        check_name(study, f"pretrain.studies.{study}")
         for name in conditions:
+            check_name(name, f"pretrain.studies.{study}.{name}")
             if name in seen:
                 raise ParamsError(f"pretrain.studies.{study}.{name}: condition also in study {seen[name]}; "
                                   "condition names must be unique")
@@ -389,12 +421,28 @@ def parse_params(raw, source="params.yaml"):
     profiles = raw.get("profiles")
     if not isinstance(profiles, dict):
         raise ParamsError(f"{source}: profiles: must be a mapping of profile name to overrides")
+    for name, overrides in profiles.items():
+        try:
+            check_name(name, f"profiles.{name}")
+        except ParamsError as e:
+            raise ParamsError(f"{source}: {e}") from None
+        if not isinstance(overrides, dict | None):
+            raise ParamsError(f"{source}: profiles.{name}: must be a mapping of overrides (got {overrides!r})")
     if profile not in profiles:
         raise ParamsError(f"{source}: profile: unknown profile {profile!r}; allowed: {', '.join(profiles)}")
-    merged = _deep_merge(raw, profiles[profile])
-    after = f" (after applying profile {profile})" if profiles[profile] else ""
+    params = _with_profile(raw, profile, source)
+    for other in profiles:      # an inactive profile is checked too: it breaks nothing until selected
+        if other != profile:
+            _with_profile({**raw, "profile": other}, other, source)
+    return params
+
+
+def _with_profile(raw, profile, source):
+    """Params with one profile's overrides applied, or ParamsError naming the key (and the profile)."""
+    overrides = raw["profiles"][profile]
+    after = f" (after applying profile {profile})" if overrides else ""
     try:
-        params = Params(**merged)
+        params = Params(**_deep_merge(raw, overrides))
         _check_conditions(params)
     except ValidationError as e:
         raise ParamsError(f"{source}: {_one_line(e, Params)}{after}") from None
@@ -406,9 +454,13 @@ def parse_params(raw, source="params.yaml"):
 def read_params(path="params.yaml"):
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
+    except UnicodeDecodeError as e:
+        raise ParamsError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except DuplicateKeyError as e:
+        raise ParamsError(f"{path}: {e}; keep one of them") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -47,7 +47,9 @@ def load_checkpoint(checkpoint, record_path, root="."):
     CheckpointError names the file and how to get it back."""
     path = Path(root, checkpoint["path"])
     study = Path(checkpoint["path"]).parts[2]
-    fix = f"restore it with `dvc checkout {checkpoint['path']}` or retrain with `dvc repro -f pretrain@{study}`"
+    # --force: without it `dvc checkout` refuses to replace a file it finds modified
+    fix = (f"restore it with `dvc checkout {checkpoint['path']} --force` (`dvc pull` it first on a clone "
+           f"without DVC's cache) or retrain with `dvc repro -f pretrain@{study}`")
     if not path.exists():
         raise CheckpointError(f"{checkpoint['path']}: missing checkpoint; {fix}")
     if sha256(path) != checkpoint["sha256"]:

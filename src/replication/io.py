@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+import yaml
 
 
 @contextmanager
@@ -29,6 +30,15 @@ def atomic_path(path):
             os.remove(tmp)
 
 
+def remove_stray_tmp(folder):
+    """Delete the temporary files atomic_path leaves when its process is killed mid-write (SIGKILL
+    skips the cleanup above); a stage calls it on start so none accumulate. Returns how many."""
+    stray = sorted(Path(folder).rglob(".*.tmp")) if Path(folder).is_dir() else []
+    for path in stray:
+        path.unlink()
+    return len(stray)
+
+
 def _umask():
     mask = os.umask(0)
     os.umask(mask)
@@ -42,6 +52,29 @@ def write_json(path, obj):
 
 def read_json(path):
     return json.loads(Path(path).read_text())
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping that names one key twice (YAML would keep the last silently)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":   # `<<: *anchor`: its mapping is checked on its own
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise DuplicateKeyError(f"duplicate key {key!r} at line {key_node.start_mark.line + 1}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text):
+    """yaml.safe_load that rejects a key repeated in one mapping (DuplicateKeyError). Merge keys
+    (`<<: *anchor`) still let a mapping override what it merges."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)
 
 
 def save_torch(path, obj):
