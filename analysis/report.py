@@ -149,7 +149,8 @@ claims_of("ntxent-example")
 section("tiny-simclr", "The tiny SimCLR example [E]")
 tiny = load("results/examples/tiny_simclr.json")
 rows = [{"seed": r["seed"], "encoder": encoder, "probe": label, "accuracy": r[encoder][probe]}
-        for r in tiny["runs"] for encoder in ("random", "simclr") for probe, label in (("linear", "linear probe"), ("knn", "5-NN"))]
+        for r in tiny["runs"] for encoder in ("random", "simclr")
+        for probe, label in (("linear", "linear probe"), ("knn", "5-NN"))]
 fig, ax = plt.subplots(figsize=(7, 3.2))
 figures.seed_plot(ax, pd.DataFrame(rows), x="probe", y="accuracy", hue="encoder")
 ax.axhline(0.25, color="grey", lw=0.8, ls=":")
@@ -342,7 +343,8 @@ if len(data):
     data["feature"] = data.feature.map({"h_rotation_mlp": "h", "z_rotation_mlp": "z = g(h)"})
     figures.seed_plot(axes[0], data, x="pretraining", y="accuracy", hue="feature")
     axes[0].axhline(0.25, color="grey", lw=0.8, ls=":")
-    axes[0].set_xlabel(""), axes[0].set_ylabel("4-way rotation probe"), axes[0].set_title("rotation probe (dotted: chance)", fontsize=9)
+    axes[0].set_xlabel(""), axes[0].set_ylabel("4-way rotation probe")
+    axes[0].set_title("rotation probe (dotted: chance)", fontsize=9)
 study_plot(["simclr", "simclr_no_colour"], title="with and without colour jitter", ax=axes[1])
 fig.tight_layout()
 show("Rotation probe on h and z, and the linear probe with and without colour augmentation",
@@ -468,7 +470,8 @@ if Path("reports/stage_times.json").exists():
          "</summary>" + st.to_html(float_format=lambda v: f"{v:.1f}") + "</details>")
 det = load("results/determinism.json")
 dp = det["params"]
-repeat = "bit-identical" if not det["repeat_differences"] else f"not identical ({len(det['repeat_differences'])} values differ)"
+differ = len(det["repeat_differences"])
+repeat = f"not identical ({differ} values differ)" if differ else "bit-identical"
 moved = {threads: len(diffs) for threads, diffs in det["thread_differences"].items()}
 html(f"<p><b>Bit-reproducibility</b> (the determinism stage): {page.esc(dp['condition'])}, seed {dp['seed']}, "
      f"{dp['steps']} steps, run twice at {dp['thread_counts'][0]} thread(s): {repeat}; at other thread counts "

@@ -26,7 +26,8 @@ th { background: #f2f2f2; }
 .v.ok { color: #00684a; background: #e3f4ee; } .v.bad { color: #a33b00; background: #fbe7dc; }
 .v.null { color: #005287; background: #e0eef8; } .v.open { color: #7a5200; background: #fdf1d9; }
 .v.grey { color: #555; background: #eeeeee; }
-td.same { background: #f0f0f0; }
+td.same { background: #f0f0f0; } table.crosstab td { text-align: center; }
+table.crosstab tr:first-child th .v { white-space: normal; display: inline-block; max-width: 7.5em; }
 dl.legend { display: grid; grid-template-columns: max-content 1fr; gap: 0.1em 0.8em; font-size: 0.86em; margin: 0.3em 0; }
 dl.legend dt { font-weight: 600; } dl.legend dd { margin: 0; }
 details.claim { border-top: 1px solid #e3e3e3; padding: 0.15em 0; font-size: 0.92em; }

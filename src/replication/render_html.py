@@ -159,7 +159,8 @@ def trust_line(claims, scale):
 
 def first_screen(claims, title, scale):
     """Title, key findings, the trust line and the counts: what the first 1,000 px must hold."""
-    findings = "".join(finding_line(c) for c in rc.key_findings(claims))
+    findings = "".join(finding_line(c) for c in rc.key_findings(claims)) or \
+        "<li>No claim of this run meets the rule below.</li>"
     return (f"<h1>{esc(title)}</h1><h2 id='sec-findings'>Key findings</h2><ol class='findings'>{findings}</ol>"
             f"<p class='rule'>{esc(rc.KEY_FINDINGS_RULE)}</p>{trust_line(claims, scale)}{counts_line(claims)}")
 
