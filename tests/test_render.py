@@ -77,6 +77,8 @@ def test_a_claim_is_literature_or_document_by_its_field_else_by_its_section():
 def test_published_and_ours_are_in_one_unit():
     c = claim("one", "reproduced", 0.06, published=0.047)
     assert page.ours_text(c) == "+6 points [+5, +7]" and rc.published_text(c) == "+4.7 points"
+    per_contrast = claim("four", "reproduced", 0.06, published=[0.047, 0.064])
+    assert rc.published_effect(per_contrast, 1) == pytest.approx(6.4) and rc.published_text(per_contrast) == "+4.7 points"
     text_only = {**claim("two", "reproduced", 0.06), "published_effect": "+15.3 points"}
     assert rc.published_text(text_only) == "+15.3 points"
     assert rc.published_text({**claim("three", "reproduced", 0.06), "published_effect": "lower loss"}) == "lower loss"
@@ -97,6 +99,9 @@ def test_the_rung_and_the_runs_are_named_for_what_they_are():
     arms = {"a": {"n": 5, "control": {"cond_a": {}}}, "b": {"n": 5, "control": {"cond_b": {}}}}
     budget = {**claim("b", "reproduced", 0.1), "arms": arms}
     assert rc.read_at(budget, {"cond_a": 100, "cond_b": 400}) == "100 / 400 steps"
+    primary = {**budget, "primary": {"rung": 100}}
+    assert rc.read_at(primary, {"cond_a": 100, "cond_b": 400}) == "100 / 400 steps"     # the arms differ
+    assert rc.read_at(primary, {"cond_a": 100, "cond_b": 100}) == "100 steps"
     one_seed = {"kind": "single_run", "arms": {"realisations": {"n": 3, "values": [1.0, 1.1, 1.2]}}}
     assert rc.realisations(one_seed) == (3, "thread-count realisations of one seed")
     assert rc.realisations({**one_seed, "n_realisations": 4, "realisation_kind": "seeds"}) == (4, "seeds")
@@ -129,7 +134,8 @@ def test_key_findings_follow_the_registered_rule():
               claim("tuned", "reproduced", 0.4, labels=["robust", "calibrated"]),
               claim("late", "reproduced", 0.4, amended=[{"previous_verdict": "inconclusive", "post_registration": True}]),
               claim("firm", "reproduced", 0.3, labels=["robust"])]
-    assert [c["id"] for c in rc.key_findings(claims)] == ["firm", "big", "small"]
+    assert [c["id"] for c in rc.key_findings(claims)] == ["late", "firm", "big", "small"]
+    assert rc.caveats(claims[-2]) == ["post hoc"] and "<i>post hoc</i>" in page.finding_line(claims[-2])
 
 
 def test_new_fields_are_shown_when_present():
@@ -138,7 +144,7 @@ def test_new_fields_are_shown_when_present():
                                                                 "verdict": "reproduced", "diff_mean": 0.05}]},
               primary={"probe": "linear", "rung": 1200, "basis": "equal images"},
               convergence={"threshold": 0.01, "converged": False,
-                           "arms": {"x": {"gain": 0.03, "from_step": 1200, "to_step": 2400, "converged": False}}})
+                           "arms": {"x": {"move": 0.03, "from_step": 1200, "to_step": 2400, "converged": False}}})
     details = page.claim_details(c, {})
     assert "kNN" in details and "q (BH)" in details and "equal images" in details and "not converged" in details
     assert rc.rung(c) == 1200 and rc.robustness(c) == "robust" and rc.is_calibrated(c)

@@ -19,10 +19,11 @@ VERDICT_ORDER = ("reproduced", "contradicted", "no meaningful effect", "inconclu
 KEY_FINDINGS_RULE = (
     "Key findings are chosen by one fixed rule (render_claims.key_findings): claims of the literature (not the "
     "documents' own examples) whose verdict is reproduced, contradicted or no meaningful effect, with a paired "
-    "effect, labelled robust (where claims.json carries robustness labels) and neither unstable, calibrated, post "
-    "hoc nor not converged; the largest |effect| first, measured in multiples of the claim's own margin (the one unit "
-    "all claims share), at most six.")
-DOUBTS = {"unstable", "calibrated", "post hoc", "not converged"}
+    "effect, labelled robust (where claims.json carries robustness labels), neither unstable nor calibrated; the "
+    "largest |effect| first, measured in multiples of the claim's own margin (the one unit all claims share), at "
+    "most six. A finding that is post hoc or not converged says so.")
+DOUBTS = {"unstable", "calibrated"}        # keep a claim out of the key findings
+CAVEATS = ("post hoc", "not converged")    # shown beside a key finding
 
 
 def origin(claim):
@@ -94,16 +95,21 @@ def our_effect(claim):
     return {"mean": scale * mean, "lo": times(lo), "hi": times(hi), "margin": times(margin), "unit": unit}
 
 
-def published_effect(claim):
-    """The published effect in the claim's unit: published_effect_value times the claim's scale when
-    claims.json holds it; else, for an effect in points, the first "<number> points" of the
-    published_effect text (the first contrast's); else None."""
+def published_effect(claim, i=0):
+    """The published effect of the claim's i-th contrast in the claim's unit: published_effect_value
+    (a number, or one per contrast) times the claim's scale when claims.json holds it; else, for an
+    effect in points, the first "<number> points" of the published_effect text (the first
+    contrast's); else None."""
     scale, unit = scale_unit(claim)
-    value = number(claim.get("published_effect_value"))
-    if value is not None:
+    value = claim.get("published_effect_value")
+    if isinstance(value, list):
+        value = value[i] if i < len(value) else None
+    elif i > 0:
+        value = None
+    if number(value) is not None:
         return scale * value
     found = re.search(r"([+-]?\d+(?:\.\d+)?) points", str(claim.get("published_effect") or ""))
-    return float(found.group(1)) if found and unit.strip() == "points" else None
+    return float(found.group(1)) if found and unit.strip() == "points" and i == 0 else None
 
 
 def in_margins(claim):
@@ -200,8 +206,13 @@ def key_findings(claims, most=6):
     """The registered rule (KEY_FINDINGS_RULE): robust literature verdicts with a paired effect,
     largest |effect in margins| first, at most `most`."""
     eligible = [c for c in claims if origin(c) == "literature" and c["verdict"] in KEY_VERDICTS
-                and is_robust(c) and not DOUBTS & set(labels(c)) and not post_hoc(c) and in_margins(c) is not None]
+                and is_robust(c) and not DOUBTS & set(labels(c)) and in_margins(c) is not None]
     return sorted(eligible, key=lambda c: -abs(in_margins(c)))[:most]
+
+
+def caveats(claim):
+    """The labels a key finding carries beside it."""
+    return [label for label in CAVEATS if label in labels(claim) or (label == "post hoc" and post_hoc(claim))]
 
 
 def is_calibrated(claim):
@@ -295,12 +306,13 @@ def arm_conditions(claim):
 
 
 def read_at(claim, budgets):
-    """The training length a claim's figure is read at, in words: its primary rung, else the budget
-    of each of its arms' conditions (`budgets`: condition -> steps), else '–'."""
-    step = rung(claim)
-    if step is not None:
-        return f"{step:,} steps"
+    """The training length a claim's figure is read at, in words: each arm's budget when the arms of
+    a claim off the ladder train for different lengths (`budgets`: condition -> steps), else its
+    primary rung, else the one budget of its arms, else '–'."""
     steps = sorted({budgets[name] for name in arm_conditions(claim) if name in budgets})
+    step = rung(claim)
+    if step is not None and (claim.get("ladder") or len(steps) < 2):
+        return f"{step:,} steps"
     return " / ".join(f"{s:,}" for s in steps) + " steps" if steps else "–"
 
 

@@ -50,8 +50,8 @@ def forest_rows(claims):
     verdict, largest effect first within a group."""
     rows = []
     for claim in claims:
-        published = published_effect(claim)
         for i, c in enumerate(contrasts(claim)):
+            published = published_effect(claim, i)
             mean, margin = number(c.get("diff_mean")), number(c.get("margin"))
             lo, hi = (number(v) for v in (c.get("diff_ci95") or [None, None]))
             if mean is None or not margin or lo is None or hi is None:
@@ -61,7 +61,7 @@ def forest_rows(claims):
             rows.append({"claim": claim["id"], "verdict": claim["verdict"], "effect": mean / margin,
                          "lo": lo / margin, "hi": hi / margin,
                          "label": f"{claim['id']}{arms}",
-                         "published": published / (scale * margin) if published is not None and i == 0 else None,
+                         "published": published / (scale * margin) if published is not None else None,
                          "order": (verdict_rank(claim["verdict"]), -(in_margins(claim) or 0), i)})
     return sorted(rows, key=lambda r: r["order"])
 

@@ -119,8 +119,9 @@ def at_text(claim):
 def finding_line(claim):
     """A key finding in one line, linked to its claim."""
     published = rc.published_text(claim)
+    caveats = "".join(f", <i>{esc(c)}</i>" for c in rc.caveats(claim))
     return (f"<li>{link(claim)} {esc(claim['statement'])} {badge(claim['verdict'])}: ours {esc(ours_text(claim))} "
-            f"at {esc(at_text(claim))}, published {esc(published)}; {esc(runs_text(claim))}.</li>")
+            f"at {esc(at_text(claim))}, published {esc(published)}; {esc(runs_text(claim))}{caveats}.</li>")
 
 
 def counts_line(claims):
@@ -283,10 +284,10 @@ def convergence_text(claim):
     conv = claim.get("convergence") or {}
     arms = conv.get("arms") or {}
     if not arms:
-        return None
-    return "; ".join(f"{esc(name)}: {'converged' if a.get('converged') else 'not converged'} (gain "
-                     f"{esc(rc.sig(a.get('gain'), 3))} from {esc(a.get('from_step'))} to {esc(a.get('to_step'))} steps)"
-                     for name, a in arms.items())
+        return esc(conv.get("reason")) if conv.get("reason") else None
+    return "; ".join(f"{esc(name)}: {'converged' if a.get('converged') else 'not converged'} (moved "
+                     f"{esc(rc.sig(a.get('move', a.get('gain')), 3))} from {esc(a.get('from_step'))} to "
+                     f"{esc(a.get('to_step'))} steps)" for name, a in arms.items())
 
 
 def rung_steps(rung):

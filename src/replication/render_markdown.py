@@ -42,7 +42,7 @@ def finding(i, claim):
     count, kind = rc.realisations(claim)
     return (f"{i}. **{cell(claim['statement'])}** `{cell(claim['id'])}`: {cell(claim['verdict'])}; ours "
             f"{cell(ours(claim))} at {cell(at(claim))}, published {cell(rc.published_text(claim))}; "
-            f"{cell(count)} {cell(kind)}.")
+            f"{cell(count)} {cell(kind)}" + "".join(f", *{cell(c)}*" for c in rc.caveats(claim)) + ".")
 
 
 def counts_text(claims):
