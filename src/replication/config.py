@@ -233,6 +233,13 @@ class DeterminismParams(Strict):
     thread_counts: Annotated[list[Threads], Field(min_length=1)]
 
 
+class ControlParams(Strict):
+    """The calibrated untrained control: BatchNorm statistics re-estimated on this many
+    consecutive batches of training images (src/replication/calibration.py)."""
+    bn_batches: Count
+    bn_batch_size: Annotated[int, Field(ge=2)]
+
+
 class Params(Strict):
     profile: str
     threads: Threads
@@ -244,6 +251,7 @@ class Params(Strict):
     evaluate: EvaluateParams
     pretrain: PretrainParams
     determinism: DeterminismParams
+    control: ControlParams
     profiles: dict[str, dict | None]
 
 
@@ -279,6 +287,13 @@ class EvaluateConfig(Strict):
     evaluate: EvaluateParams
 
 
+class ControlConfig(Strict):
+    """resolved/control.json: the calibrated control's BN re-estimation and evaluate@'s probes."""
+    execution: Execution
+    evaluate: EvaluateParams
+    control: ControlParams
+
+
 class DeterminismConfig(Strict):
     """resolved/determinism.json: one condition, shortened, trained and evaluated repeatedly."""
     determinism: DeterminismParams
@@ -301,7 +316,9 @@ def resolve(params):
     p = params.pretrain
     out = {"data.json": params.data.model_dump(),
            "workers.json": {"workers": params.workers},
-           "evaluate.json": EvaluateConfig(execution=execution, evaluate=params.evaluate).model_dump()}
+           "evaluate.json": EvaluateConfig(execution=execution, evaluate=params.evaluate).model_dump(),
+           "control.json": ControlConfig(execution=execution, evaluate=params.evaluate,
+                                         control=params.control).model_dump()}
     for name, example in params.examples:
         out[f"examples/{name}.json"] = example.model_dump()
     for study, names in p.studies.items():
