@@ -1,4 +1,5 @@
-# `make repro` brings every result up to date with the code and params (DVC reruns what is stale);
+# `make repro` brings every result up to date with the code and params (DVC reruns what is stale,
+# never what a fresh clone merely lacks);
 # `make repro-all` regenerates every result from scratch on this machine; `make test` runs the tests.
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -17,9 +18,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
+# On a clone without DVC's cache (datasets, checkpoints) it reruns only what an edit changed, and
+# retrains what the clone lacks only with RETRAIN=1 (tools/repro.py says which stages and how long).
 repro: setup
 	$(BIN)/python -m replication.config params.yaml
-	$(BIN)/python -m tools.timing $(BIN)/dvc repro
+	$(BIN)/python -m tools.repro $(if $(RETRAIN),--retrain)
 	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html"
 

@@ -8,6 +8,7 @@ import sys
 
 from replication import registration
 from replication.config import read_resolved
+from replication.dvc_files import write_dvc_files
 from replication.io import write_json
 from replication.judging import judge_all, summary
 from replication.measure import InputError, check_inputs
@@ -40,6 +41,7 @@ def main():
         raise SystemExit(1) from None
     write_json("reports/claims.json", judged)
     write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
+    write_dvc_files(judged)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
     python -m tools.readme --check        # exit 1 if README.md is out of date
 
 The block sits between `<!-- figures:begin -->` and `<!-- figures:end -->`; the pipeline
-diagram between `<!-- dag:begin -->` and `<!-- dag:end -->` comes from `dvc dag --md`; the
+diagram between `<!-- dag:begin -->` and `<!-- dag:end -->` comes from `dvc dag` (grouped by study); the
 benchmark table between `<!-- benchmarks:begin -->` and `<!-- benchmarks:end -->` from
 reports/benchmarks/*.json, written by `make bench`.
 """
@@ -146,9 +146,25 @@ def _stage_names():
 
 
 def dag_block():
+    """The pipeline as a Mermaid diagram that fits a screen: the stages DVC repeats for each study
+    (pretrain@<study>, evaluate@<study>, ...) drawn once, inside a box that names the studies."""
     beside = Path(sys.executable).parent / "dvc"            # the virtual environment's dvc
-    out = subprocess.run([str(beside) if beside.exists() else "dvc", "dag", "--md"], capture_output=True, text=True)
-    return out.stdout.strip() if out.returncode == 0 else "(run `dvc dag --md`)"
+    out = subprocess.run([str(beside) if beside.exists() else "dvc", "dag", "--dot"], capture_output=True, text=True)
+    if out.returncode:
+        return "(run `dvc dag`)"
+    edges = re.findall(r'"([^"]+)" -> "([^"]+)"', out.stdout)
+    studies = sorted({name.split("@", 1)[1] for edge in edges for name in edge if "@" in name})
+    group = lambda name: name.split("@")[0] + "@study" if "@" in name else name
+    grouped = sorted({(group(a), group(b)) for a, b in edges})
+    nodes = sorted({name for edge in grouped for name in edge})
+    node_id = {name: name.replace("@", "_") for name in nodes}
+    lines = ["```mermaid", "flowchart LR"]
+    lines += [f'\t{node_id[n]}["{n}"]' for n in nodes if "@" not in n]
+    lines.append(f'\tsubgraph per_study["for each of {len(studies)} studies: {", ".join(studies)}"]')
+    lines += [f'\t\t{node_id[n]}["{n}"]' for n in nodes if "@" in n]
+    lines.append("\tend")
+    lines += [f"\t{node_id[a]}-->{node_id[b]}" for a, b in grouped]
+    return "\n".join(lines + ["```"])
 
 
 def render(text):

@@ -13,22 +13,16 @@ with an edited parameter, configuration or result is left stale for `dvc repro`.
 Use it only when the edit provably changes no result, e.g. after checking that `resolve` writes the
 same files for every profile; otherwise rerun the stages (`make repro-stage STAGE=...`).
 """
-import json
-import subprocess
 import sys
 
+from tools.repro import MISSING, read_lock, recorded, stage_status
+
 CODE = ("src/", "experiments/", "analysis/", "tools/")
-MISSING = {"deleted", "not in cache"}
 
 
-def stage_status(dvc="dvc"):
-    """{stage: [change, ...]} from `dvc status --json` (a change is a dict of one kind)."""
-    result = subprocess.run([dvc, "status", "--json"], capture_output=True, text=True, check=True)
-    return json.loads(result.stdout or "{}")
-
-
-def code_only(changes):
-    """True when a stage's changes are edited source files, or outputs and deps this clone lacks."""
+def code_only(changes, known):
+    """True when a stage's changes are edited source files, or files this clone lacks that dvc.lock
+    records (a new output or dependency is not: the stage must run to make it)."""
     for change in changes:
         if not isinstance(change, dict):
             return False                        # e.g. "changed command", "always changed"
@@ -36,18 +30,19 @@ def code_only(changes):
             if kind not in ("changed deps", "changed outs") or not isinstance(entries, dict):
                 return False
             for path, state in entries.items():
-                missing = state in MISSING
-                edited_code = kind == "changed deps" and state == "modified" and path.startswith(CODE)
+                missing = state in MISSING and path in known
+                edited_code = kind == "changed deps" and state == "modified" and path.startswith(CODE) \
+                    and path in known
                 if not (missing or edited_code):
                     return False
     return True
 
 
-def relockable(status):
-    """The stages whose dvc.lock entries may be updated, and those left stale (with why)."""
-    ok = sorted(s for s, changes in status.items() if code_only(changes) and _edited(changes))
-    left = sorted(s for s, changes in status.items() if not code_only(changes))
-    return ok, left
+def relockable(status, lock):
+    """The stages whose dvc.lock entries may be updated, and those left stale."""
+    known = recorded(lock)
+    fits = {s for s, changes in status.items() if code_only(changes, known.get(s, set()))}
+    return sorted(s for s in fits if _edited(status[s])), sorted(set(status) - fits)
 
 
 def _edited(changes):
@@ -68,11 +63,11 @@ def relock(stages):
 
 
 def main(argv):
-    ok, left = relockable(stage_status())
+    ok, left = relockable(stage_status(), read_lock())
     for stage in ok:
         print(f"{'recorded' if '--write' in argv else 'would record'}: {stage} (edited code only)")
     for stage in left:
-        print(f"left stale: {stage} (a parameter, configuration or result changed: rerun it)")
+        print(f"left stale: {stage} (a parameter, configuration, result or new file: rerun it)")
     if "--write" in argv and ok:
         relock(ok)
     return 0

@@ -1,0 +1,124 @@
+"""What `dvc metrics` and `dvc plots` read, written by the analyze stage beside reports/claims.json.
+
+reports/metrics.json holds, per claim id, the effect (its contrast's mean paired difference in the
+claim's own unit), the 95% interval and the verdict, under keys without spaces, so that
+`dvc metrics diff` shows which claim moved. reports/plots/ holds the data of dvc.yaml's `plots:`,
+as CSV, so that `dvc plots show` and `dvc plots diff` draw them offline:
+
+    forest.csv                  one row per claim with an effect: the report's forest plot
+    published_vs_ours.csv       claims with a numeric published effect: theirs against ours
+    ladder.csv                  each ladder claim's effect and interval at every rung (steps)
+    loss/<study>.csv            each condition's training loss against steps (mean, min and max over seeds)
+
+A `series` column names the line a row belongs to (a claim, a condition): .dvc/plots/series.json
+draws one line per series.
+
+The claims are read defensively (missing or null fields are skipped, never guessed): claims.json
+grows fields as judging does, and these files only need the few described in claims.json's schema.
+"""
+import csv
+import glob
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .io import atomic_path, write_json
+
+METRICS = "reports/metrics.json"
+PLOTS = "reports/plots"
+
+
+def write_dvc_files(judged, root="."):
+    """Write reports/metrics.json and the plot data under reports/plots/ for a list of judged claims."""
+    write_json(Path(root, METRICS), claim_metrics(judged))
+    plots = Path(root, PLOTS)
+    _write_csv(plots / "forest.csv", forest_rows(judged))
+    _write_csv(plots / "published_vs_ours.csv", published_rows(judged))
+    _write_csv(plots / "ladder.csv", [row for claim in judged for row in ladder_rows(claim)])
+    _write_folder(plots / "loss", loss_rows(Path(root, "results", "pretrain")))
+
+
+def effect(claim, contrast):
+    """(effect, ci_low, ci_high) of one contrast in the claim's unit, or None where it has no mean."""
+    if not isinstance(contrast, dict) or contrast.get("diff_mean") is None:
+        return None
+    scale = claim.get("effect_scale") or 1
+    low, high = contrast.get("diff_ci95") or (None, None)
+    scaled = lambda x: None if x is None else x * scale
+    return scaled(contrast["diff_mean"]), scaled(low), scaled(high)
+
+
+def claim_metrics(judged):
+    """{claim id: {effect, ci_low, ci_high, verdict}}; a claim without a contrast has its verdict only."""
+    out = {}
+    for claim in judged:
+        row = {"verdict": claim.get("verdict")}
+        measured = effect(claim, claim.get("contrast"))
+        if measured:
+            row = dict(zip(("effect", "ci_low", "ci_high"), measured)) | row
+        out[claim["id"]] = row
+    return out
+
+
+def forest_rows(judged):
+    return [{"claim": claim["id"], **dict(zip(("effect", "ci_low", "ci_high"), measured)),
+             "unit": (claim.get("effect_unit") or "").strip(), "verdict": claim.get("verdict")}
+            for claim in judged if (measured := effect(claim, claim.get("contrast")))]
+
+
+def published_rows(judged):
+    """Claims whose published effect is a number (in the contrast's own unit, before scaling)."""
+    rows = []
+    for claim in judged:
+        published, measured = claim.get("published_effect_value"), effect(claim, claim.get("contrast"))
+        if isinstance(published, int | float) and measured:
+            rows.append({"claim": claim["id"], "published": published * (claim.get("effect_scale") or 1),
+                         "ours": measured[0], "ci_low": measured[1], "ci_high": measured[2]})
+    return rows
+
+
+def ladder_rows(claim):
+    """Each rung's effect (its first contrast, the claim's headline one) against steps."""
+    rows = []
+    for rung in claim.get("ladder") or []:
+        contrasts = rung.get("contrasts") or []
+        measured = effect(claim, contrasts[0]) if contrasts else None
+        if measured and rung.get("step") is not None:
+            rows.append({"series": claim["id"], "step": rung["step"],
+                         **dict(zip(("effect", "ci_low", "ci_high"), measured)), "verdict": rung.get("verdict")})
+    return rows
+
+
+def loss_rows(records_dir):
+    """{study: rows of series (the condition), step, loss (mean over seeds), loss_min, loss_max} from
+    the training records' loss curves; a seed that stopped early (diverged, collapsed) counts until
+    it stopped."""
+    curves = {}
+    for path in sorted(glob.glob(str(Path(records_dir, "*", "*", "seed_*.json")))):
+        study, condition = Path(path).parts[-3:-1]
+        curve = curves.setdefault(study, {}).setdefault(condition, {})
+        for step, loss in json.loads(Path(path).read_text()).get("loss_curve") or []:
+            if loss is not None:
+                curve.setdefault(step, []).append(loss)
+    return {study: [{"series": condition, "step": step, "loss": float(np.mean(losses)), "loss_min": min(losses),
+                     "loss_max": max(losses)} for condition, curve in conditions.items()
+                    for step, losses in sorted(curve.items())]
+            for study, conditions in curves.items()}
+
+
+def _write_csv(path, rows):
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+        if rows:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+def _write_folder(folder, tables):
+    """One CSV per table, and no file left from a study that is gone."""
+    for name, rows in tables.items():
+        _write_csv(Path(folder, f"{name}.csv"), rows)
+    for stale in Path(folder).glob("*.csv"):
+        if stale.stem not in tables:
+            stale.unlink()

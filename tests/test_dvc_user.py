@@ -1,0 +1,239 @@
+"""The repository as a DVC user meets it: a fresh clone is up to date offline, a team shares
+checkpoints through a remote, `dvc plots show` draws every plot, `dvc metrics diff` names the
+claim that moved, and a bad params.yaml under `dvc repro` deletes nothing."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from replication.dvc_files import claim_metrics, write_dvc_files
+from tools.repro import plan
+from tools.timing import copy_project
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+GIT = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org", "GIT_COMMITTER_NAME": "test",
+       "GIT_COMMITTER_EMAIL": "test@example.org"}
+
+
+def environment(tree):
+    """The venv first on PATH, and the tree's own code imported (not this checkout's)."""
+    return {**os.environ, **GIT, "DVC_NO_ANALYTICS": "1", "PATH": f"{BIN}:{os.environ['PATH']}",
+            "PYTHONPATH": f"{tree / 'src'}:{tree}"}
+
+
+def run(args, cwd, **kwargs):
+    return subprocess.run(args, cwd=cwd, env=environment(Path(cwd)), capture_output=True, text=True, **kwargs)
+
+
+def git_commit(tree, message):
+    run(["git", "add", "-A", "."], tree, check=True)
+    run(["git", "commit", "-qm", message], tree, check=True)
+
+
+def clone_of_this_tree(dest):
+    """What a fresh clone holds: every file git tracks (or would, untracked but not ignored), so
+    results, reports and dvc.lock but no dataset or checkpoint; committed, with this venv linked."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    for name in listed:
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    (dest / ".venv").symlink_to(BIN.parent)
+    run(["git", "init", "-q"], dest, check=True)
+    git_commit(dest, "clone")
+    return dest
+
+
+def network_blocked(args):
+    """args run in a new network namespace with no interface up, or None where that is not allowed."""
+    if not shutil.which("unshare") or subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode:
+        return None
+    return ["unshare", "-n", *args]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    return clone_of_this_tree(tmp_path_factory.mktemp("clone"))
+
+
+def snapshot(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# ---------------------------------------------------------------- a fresh clone
+
+def test_make_repro_on_a_fresh_clone_offline_runs_nothing_and_says_so(clone):
+    command = network_blocked(["make", "-o", ".venv/.installed", "repro"])    # the venv is there already
+    if command is None:
+        pytest.skip("cannot block the network here (unshare -n needs root or user namespaces)")
+    start = time.perf_counter()
+    result = run(command, clone)
+    seconds = time.perf_counter() - start
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert "Running stage" not in output, re.findall(r"Running stage '[^']+'", output)
+    assert "The committed results are current" in output and "make repro-all" in output
+    assert seconds < 60, seconds
+    assert run(["git", "status", "--porcelain"], clone).stdout == ""      # nothing rewritten
+
+
+def test_an_edit_that_needs_missing_checkpoints_names_them_and_runs_nothing(clone, tmp_path):
+    tree = tmp_path / "edited"
+    shutil.copytree(clone, tree, symlinks=True)
+    params = tree / "params.yaml"
+    params.write_text(params.read_text().replace("  probe_steps: 300", "  probe_steps: 301", 1))
+    result = run(["make", "-o", ".venv/.installed", "repro"], tree)
+    assert result.returncode != 0
+    assert "retrains data" in result.stdout and re.search(r"pretrain@head \(\d+ min last time\)", result.stdout)
+    assert "make repro RETRAIN=1" in result.stdout and "dvc pull" in result.stdout
+    assert "Running stage 'pretrain@" not in result.stdout + result.stderr
+    assert not list(tree.glob("artifacts/pretrain/*/*/*/*.pt"))
+
+
+def test_the_plan_retrains_only_what_a_stale_stage_needs():
+    """An evaluation made stale by an edit needs its study's checkpoints, which need the data."""
+    lock = {"stages": {
+        "data": {"outs": [{"path": "data/shapes.pt"}]},
+        "pretrain@a": {"deps": [{"path": "data/shapes.pt"}], "outs": [{"path": "artifacts/pretrain/a"}]},
+        "pretrain@b": {"deps": [{"path": "data/shapes.pt"}], "outs": [{"path": "artifacts/pretrain/b"}]},
+        "evaluate@a": {"deps": [{"path": "resolved/evaluate.json"}, {"path": "artifacts/pretrain/a"}],
+                       "outs": [{"path": "results/evaluate/a"}]}}}
+    status = {"data": [{"changed outs": {"data/shapes.pt": "not in cache"}}],
+              "pretrain@a": [{"changed deps": {"data/shapes.pt": "deleted"}},
+                             {"changed outs": {"artifacts/pretrain/a": "not in cache"}}],
+              "pretrain@b": [{"changed deps": {"data/shapes.pt": "deleted"}},
+                             {"changed outs": {"artifacts/pretrain/b": "not in cache"}}],
+              "evaluate@a": [{"changed deps": {"resolved/evaluate.json": "modified",
+                                               "artifacts/pretrain/a/seed_0/step_0.pt": "deleted"}}]}
+    assert plan(status, lock) == (["evaluate@a"], ["data", "pretrain@a"])
+    status.pop("evaluate@a")
+    assert plan(status, lock) == ([], [])                       # a fresh clone: nothing to run
+    status["pretrain@b"][0]["changed deps"]["src/replication/config.py"] = "modified"    # a code edit
+    assert plan(status, lock) == (["pretrain@b"], ["data", "pretrain@b"])
+    status["pretrain@b"][0]["changed deps"].pop("src/replication/config.py")
+    status["pretrain@b"][1]["changed outs"]["artifacts/pretrain/new"] = "deleted"   # an output dvc.lock lacks
+    assert plan(status, lock)[0] == ["pretrain@b"]
+
+
+def test_a_bad_params_file_under_dvc_repro_deletes_nothing(clone, tmp_path):
+    """An unknown profile used to let DVC empty resolved/ before the error; a top-level typo used
+    to pass as 'up to date'. Both now stop the resolve stage, with resolved/ as it was."""
+    tree = tmp_path / "bad"
+    shutil.copytree(clone, tree, symlinks=True)
+    params = tree / "params.yaml"
+    good = params.read_text()
+    before = snapshot(tree / "resolved")
+    for bad, named in ((good.replace("profile: default", "profile: nope", 1), "unknown profile 'nope'"),
+                       (good + "thredas: 2\n", "thredas: unknown key")):
+        params.write_text(bad)
+        result = run(["dvc", "repro", "--allow-missing"], tree)
+        assert result.returncode != 0 and named in result.stderr + result.stdout, result.stderr[-2000:]
+        assert snapshot(tree / "resolved") == before
+
+
+# ---------------------------------------------------------------- sharing checkpoints
+
+@pytest.mark.slow
+def test_a_team_shares_checkpoints_through_a_remote(tmp_path):
+    """One clone trains a study (smoke profile) and pushes to a local-folder remote; a second clone
+    pulls, and an evaluation-only edit then reruns evaluation without retraining; a damaged
+    checkpoint comes back with the command the checkpoint error suggests."""
+    first = copy_project(ROOT, tmp_path / "first", profile="smoke")
+    result = run(["dvc", "repro", "evaluate@head"], first)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    remote = tmp_path / "remote"
+    assert run(["dvc", "remote", "add", "-d", "team", str(remote)], first).returncode == 0
+    git_commit(first, "head study, smoke")
+    pushed = run(["dvc", "push"], first)
+    assert pushed.returncode == 0, pushed.stderr
+
+    second = tmp_path / "second"
+    run(["git", "clone", "-q", str(first), str(second)], tmp_path, check=True)
+    assert not list(second.glob("artifacts/**/*.pt"))
+    pulled = run(["dvc", "pull", "--with-deps", "evaluate@head"], second)     # only that study was trained
+    assert pulled.returncode == 0, pulled.stderr
+    params = second / "params.yaml"
+    params.write_text(params.read_text().replace("probe_steps: 20", "probe_steps: 21", 1))
+    rerun = run(["dvc", "repro", "evaluate@head"], second)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    ran = re.findall(r"Running stage '([^']+)'", rerun.stdout)
+    assert "evaluate@head" in ran and not [s for s in ran if s.startswith(("pretrain@", "data"))], ran
+
+    record = json.loads((second / "results/pretrain/head/simclr_head_none/seed_0.json").read_text())
+    checkpoint = record["checkpoints"][-1]["path"]
+    good = (second / checkpoint).read_bytes()
+    (second / checkpoint).unlink()                   # never write through a link into DVC's cache
+    (second / checkpoint).write_bytes(good[: len(good) // 2])
+    restored = run(["dvc", "checkout", checkpoint, "--force"], second)
+    assert restored.returncode == 0, restored.stderr
+    assert (second / checkpoint).read_bytes() == good
+
+
+# ---------------------------------------------------------------- plots and metrics
+
+@pytest.fixture(scope="module")
+def committed_claims():
+    return json.loads((ROOT / "reports" / "claims.json").read_text())
+
+
+def test_the_metrics_hold_each_claims_effect_interval_and_verdict(committed_claims):
+    metrics = claim_metrics(committed_claims)
+    assert list(metrics) == [c["id"] for c in committed_claims]
+    assert not [key for key in metrics if " " in key]
+    for claim in committed_claims:
+        row = metrics[claim["id"]]
+        assert row["verdict"] == claim["verdict"] and not [k for k in row if " " in k]
+        contrast = claim.get("contrast") or {}
+        if contrast.get("diff_mean") is not None:
+            scale = claim.get("effect_scale") or 1
+            assert row["effect"] == pytest.approx(contrast["diff_mean"] * scale)
+            assert [row["ci_low"], row["ci_high"]] == pytest.approx([x * scale for x in contrast["diff_ci95"]])
+
+
+def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
+    tree = tmp_path / "plots"
+    tree.mkdir()
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config", ".dvc/plots/series.json"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tree / name)
+    shutil.copytree(ROOT / "results" / "pretrain", tree / "results" / "pretrain")
+    write_dvc_files(committed_claims, root=tree)
+    result = run(["dvc", "plots", "show", "-o", "shown"], tree)
+    assert result.returncode == 0, result.stderr
+    page = (tree / "shown" / "index.html").read_text()
+    studies = sorted(p.name for p in (tree / "results" / "pretrain").iterdir())
+    for name in ["forest.csv", "published_vs_ours.csv", "ladder.csv"] + [f"loss_{s}.csv" for s in studies]:
+        plot_id = "reports_plots_" + name.replace(".", "_")
+        assert f'<div id = "{plot_id}">' in page, name
+    ladder = [c["id"] for c in committed_claims if c.get("ladder")]
+    assert ladder and all(f'"series": "{claim}"' in page for claim in ladder)
+
+
+def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, tmp_path):
+    tree = tmp_path / "metrics"
+    tree.mkdir()
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tree / name)
+    run(["git", "init", "-q"], tree, check=True)
+    write_dvc_files(committed_claims, root=tree)
+    git_commit(tree, "before")
+    moved = next(c for c in committed_claims if (c.get("contrast") or {}).get("diff_mean") is not None)
+    claims = [c if c is not moved else {**c, "contrast": {**c["contrast"], "diff_mean": c["contrast"]["diff_mean"] + 0.5}}
+              for c in committed_claims]
+    write_dvc_files(claims, root=tree)
+    git_commit(tree, "after")
+    diff = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD", "--json"], tree)
+    assert diff.returncode == 0, diff.stderr
+    changed = json.loads(diff.stdout)["reports/metrics.json"]
+    assert list(changed) == [f"{moved['id']}.effect"]
+    shown = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD"], tree).stdout
+    assert f"{moved['id']}.effect" in shown

@@ -1,0 +1,137 @@
+"""`make repro`: bring every result up to date with the code and params, and never retrain silently.
+
+    python -m tools.repro [--retrain]
+
+A clone carries the results, the report and dvc.lock (git), but not the datasets and checkpoints
+(DVC's cache). Plain `dvc repro` would take them for stale and retrain for hours. This runs
+`dvc repro --allow-missing` instead, which skips a stage whose only change is that its outputs or
+inputs are missing here; so on a clone whose committed results are current it does nothing, and
+says how to regenerate them.
+
+After an edit, the stages whose code, parameters or inputs changed rerun. When one of them needs a
+file the clone lacks (an evaluation needs its checkpoints), the stages that would recreate it are
+named with the time they took last (reports/stage_times.json), and nothing runs unless --retrain
+is given (`make repro RETRAIN=1`); `dvc pull` from a team remote fetches them instead (README).
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+MISSING = {"deleted", "not in cache"}
+STAGE_TIMES = "reports/stage_times.json"
+
+
+def dvc(*args, capture=False):
+    result = subprocess.run(["dvc", *args], capture_output=capture, text=True)
+    if result.returncode:
+        raise SystemExit(result.returncode)
+    return result.stdout
+
+
+def stage_status():
+    """{stage: [change, ...]} from `dvc status --json`; a change is a dict of one kind of change."""
+    return json.loads(dvc("status", "--json", capture=True) or "{}")
+
+
+def read_lock(path="dvc.lock"):
+    return yaml.safe_load(Path(path).read_text()) if Path(path).exists() else {}
+
+
+def recorded(lock):
+    """{stage: paths of its deps and outs with a hash in dvc.lock}: a file missing here that the lock
+    records was made before and lives in DVC's cache; one it does not record is new and must be made."""
+    return {name: {entry["path"] for key in ("deps", "outs") for entry in stage.get(key, [])}
+            for name, stage in lock.get("stages", {}).items()}
+
+
+def missing_only(changes, known):
+    """True when every change DVC reports for a stage is a recorded file (in `known`) this clone lacks."""
+    return all(isinstance(change, dict) and all(isinstance(entries, dict) and all(
+        state in MISSING and path in known for path, state in entries.items()) for entries in change.values())
+               for change in changes)
+
+
+def missing_deps(changes):
+    return [path for change in changes if isinstance(change, dict)
+            for path, state in (change.get("changed deps") or {}).items() if state == "deleted"]
+
+
+def missing_outs(changes):
+    return [path for change in changes if isinstance(change, dict)
+            for path, state in (change.get("changed outs") or {}).items() if state in MISSING]
+
+
+def producers(lock):
+    """{output path: stage} from dvc.lock."""
+    return {out["path"]: name for name, stage in lock.get("stages", {}).items() for out in stage.get("outs", [])}
+
+
+def producer_of(path, made_by):
+    """The stage whose output is `path` or holds it (a file inside an output folder)."""
+    for out, stage in made_by.items():
+        if path == out or path.startswith(out.rstrip("/") + "/"):
+            return stage
+    return None
+
+
+def plan(status, lock):
+    """(stale, retrain): the stages an edit changed, and the stages that would recreate data or
+    checkpoints this clone lacks: stale ones whose outputs are missing here, and those upstream that
+    must rerun only to recreate a file a stale stage needs (recursively)."""
+    known, made_by = recorded(lock), producers(lock)
+    stale = sorted(name for name, changes in status.items() if not missing_only(changes, known.get(name, set())))
+    retrain = {name for name in stale if missing_outs(status[name])}
+    todo = [path for name in stale for path in missing_deps(status[name])]
+    while todo:
+        stage = producer_of(todo.pop(), made_by)
+        if stage and stage not in retrain:
+            retrain.add(stage)
+            todo += missing_deps(status.get(stage, []))
+    return stale, sorted(retrain)
+
+
+def minutes(stages, times):
+    """'name (N min last time)' for each stage, and the total in minutes (unknown stages count 0)."""
+    last = lambda s: f"{times[s]['seconds'] / 60:.0f} min" if times[s]["seconds"] >= 60 else f"{times[s]['seconds']:.0f} s"
+    named = [f"{s} ({last(s)} last time)" if s in times else f"{s} (no time recorded)" for s in stages]
+    return ", ".join(named), sum(times.get(s, {}).get("seconds", 0) for s in stages) / 60
+
+
+def main(argv):
+    dvc("repro", "resolve")             # validates params.yaml; rewrites only files whose content changed
+    status, lock = stage_status(), read_lock()
+    times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+    stale, retrain = plan(status, lock)
+    if stale:
+        print(f"The edits rerun: {minutes(stale, times)[0]}.")
+    if retrain:
+        named, total = minutes(retrain, times)
+        print(f"This clone lacks data or checkpoints these need; recreating them retrains {named}: "
+              f"about {total:.0f} minutes in all.")
+        if "--retrain" not in argv:
+            print("Nothing was run. Fetch them from a team remote with `dvc pull` (README: Sharing "
+                  "checkpoints), or retrain with `make repro RETRAIN=1`.")
+            return 1
+        dvc("repro", *retrain)
+    dvc("repro", "--allow-missing")
+    if not stale and not retrain:
+        absent = sorted(status)
+        total = minutes(sorted(times), times)[1]
+        print(f"The committed results are current.{_absent_note(absent)} To regenerate them on this machine: "
+              f"`make repro-all` (every stage, about {total / 60:.1f} hours summed over the last runs), or one "
+              "stage at a time: `make repro-stage STAGE=pretrain@head`.")
+    return 0
+
+
+def _absent_note(absent):
+    if not absent:
+        return ""
+    return (f" {len(absent)} stages have their datasets or checkpoints in DVC's cache, not in this clone "
+            "(`dvc pull` fetches them from a team remote); they count as current.")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
