@@ -21,7 +21,6 @@ def registered_world(root):
 
 def test_an_unregistered_project_labels_every_amendment_post_hoc(tmp_path, monkeypatch, capsys):
     write_world(tmp_path)
-    (tmp_path / "analysis" / "registration.json").write_text('{"date": null}')
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     summary = json.loads((tmp_path / "reports" / "summary.json").read_text())
     assert summary["registered_on"] is None
@@ -61,6 +60,13 @@ def test_changed_judging_code_or_params_after_registration_stop_the_analysis(tmp
     decisions.write_text(decisions.read_text() + "\n# changed\n")
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 2 and "src/replication/decisions.py: differs from the registration" in err
+
+
+def test_a_missing_record_stops_the_analysis(tmp_path, monkeypatch, capsys):
+    write_world(tmp_path)
+    (tmp_path / "analysis" / "registration.json").unlink()
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "analysis/registration.json: missing" in err
 
 
 def test_the_committed_record_is_valid_json_with_a_date_field():

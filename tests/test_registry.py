@@ -51,6 +51,7 @@ def write_world(root, registry=None):
     configuration expect."""
     (root / "analysis").mkdir(parents=True, exist_ok=True)
     (root / "analysis" / "claims.yaml").write_text(registry or RULES + "claims:\n" + PAIRED + BOUND)
+    (root / "analysis" / "registration.json").write_text('{"date": null}')
     (root / "resolved").mkdir(exist_ok=True)
     conditions = {name: {"study": "s", "label": name, "steps": 300, "rungs": [0, 300]} for name in ("ca", "cb")}
     (root / "resolved" / "conditions.json").write_text(json.dumps({"seeds": SEEDS, "conditions": conditions}))
@@ -68,6 +69,9 @@ def write_world(root, registry=None):
                 path = root / "results" / stage / "s" / name / f"seed_{seed}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(record))
+            path = root / "results" / "control" / "s" / name / f"seed_{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"condition": name, "seed": seed, "calibrated": metrics(0.35)}))
 
 
 def run_analyze(root, monkeypatch, capsys):
@@ -176,6 +180,8 @@ RESULT_FAULTS = [
     ("partial record: no eval", "evaluate", _drop("eval"), "partial record, no field 'eval'"),
     ("partial record: a rung missing", "evaluate", _drop_rung, "no evaluation at step 300"),
     ("partial training record", "pretrain", _drop("rung_loss"), "partial record, no field 'rung_loss'"),
+    ("control record deleted", "control", _delete, "missing; rewrite it with `dvc repro -f control@s`"),
+    ("partial control record", "control", _drop("calibrated"), "partial record, no field 'calibrated'"),
 ]
 
 

@@ -37,12 +37,15 @@ def ladder_rungs(claim, root="."):
 
 
 def _budget(claim, root):
-    """The steps a non-ladder claim reads its runs at (their budget), where a training record says."""
-    for condition in _conditions(claim):
-        found = glob.glob(f"results/pretrain/*/{condition}/seed_*.json", root_dir=root)
-        if found:
-            return read_record(sorted(found)[0], root)["config"]["steps"]
-    return None
+    """The steps a non-ladder claim reads its runs at (their budget, from the training records):
+    one number when every arm shares it, else {arm: steps}."""
+    steps = {}
+    for name, spec in claim["arms"].items():
+        for condition in conditions_of(spec):
+            found = glob.glob(f"results/pretrain/*/{condition}/seed_*.json", root_dir=root)
+            if found:
+                steps.setdefault(name, read_record(sorted(found)[0], root)["config"]["steps"])
+    return next(iter(steps.values())) if len(set(steps.values())) == 1 else steps or None
 
 
 def _probe(claim):

@@ -26,6 +26,7 @@ STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "t
                     "tiny_simclr": "tiny_simclr"}
 TRAINING_FIELDS = ("condition", "seed", "status", "config", "rung_loss", "loss")
 EVALUATION_FIELDS = ("condition", "seed", "status", "rungs", "at", "eval", "control")
+CONTROL_FIELDS = ("condition", "seed", "calibrated")
 
 
 class InputError(Exception):
@@ -229,9 +230,9 @@ def _check_fields(path, record, fields):
 
 
 def check_inputs(conditions, root="."):
-    """Every training and evaluation record the resolved configuration (resolved/conditions.json:
-    seeds, and each condition's study and rungs) expects, present and complete: a finished run
-    evaluated at every rung it reached. Raises InputError on the first gap."""
+    """Every training, evaluation and control record the resolved configuration (resolved/
+    conditions.json: seeds, and each condition's study and rungs) expects, present and complete: a
+    finished run evaluated at every rung it reached. Raises InputError on the first gap."""
     for name, info in conditions["conditions"].items():
         for seed in conditions["seeds"]:
             run = f"{info['study']}/{name}/seed_{seed}.json"
@@ -243,6 +244,8 @@ def check_inputs(conditions, root="."):
             if (training["condition"], training["seed"]) != (name, seed) or \
                     (evaluation["condition"], evaluation["seed"]) != (name, seed):
                 raise InputError(f"{path}: records another run than {name} seed {seed}; {_fix(path)}")
+            control = f"results/control/{run}"
+            _check_fields(control, read_record(control, root), CONTROL_FIELDS)
             reached = [int(s) for s in training["rung_loss"]] if training["status"] != "ok" else info["rungs"]
             absent = [s for s in reached if str(s) not in evaluation["at"]]
             if absent:

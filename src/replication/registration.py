@@ -54,7 +54,11 @@ def register(rules, claims, root="."):
 def load(root="."):
     """The registration record, or None while the rules are not registered (the file then holds
     `"date": null`, so that the analysis stage always has it as a dependency)."""
-    record = json.loads(Path(root, RECORD).read_text())
+    try:
+        record = json.loads(Path(root, RECORD).read_text())
+    except (OSError, ValueError):
+        raise RegistrationError(f"{RECORD}: missing or unreadable; restore it with `git checkout {RECORD}`") \
+            from None
     return record if record.get("date") else None
 
 
