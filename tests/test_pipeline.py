@@ -65,7 +65,7 @@ def test_smoke_pipeline_writes_report_and_claims(smoke_copy):
     registry_ids = re.findall(r"(?m)^- id: (\S+)", (smoke_copy / "analysis" / "claims.yaml").read_text())
     assert [c["id"] for c in claims] == registry_ids                 # nothing dropped
     allowed = {"reproduced", "contradicted", "no meaningful effect", "inconclusive", "exact match",
-               "mismatch", "not testable here", "not tested"}
+               "within bound", "mismatch", "not testable here", "not tested"}
     for c in claims:
         assert {"id", "source", "statement", "published", "metric", "arms", "contrast", "verdict", "note"} <= set(c)
         assert c["verdict"] in allowed

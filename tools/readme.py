@@ -61,8 +61,15 @@ def figures_block():
         lines.append(f"- The article's tiny SimCLR, one run: {by}.")
     summary = _load("reports/summary.json")
     if summary:
-        counts = ", ".join(f"{n} {v}" for v, n in summary["verdicts"].items())
-        lines.append(f"- Claims judged: {summary['claims']} ({counts}).")
+        for origin, what in (("literature", "Published claims"), ("document", "The documents' own examples")):
+            part = summary[origin]
+            counts = ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in part["verdicts"].items())
+            lines.append(f"- {what}: {part['claims']}, of which {part['judged']} judged ({counts}); "
+                         f"{part['not_tested']} not tested.")
+        labels = summary["labels"]
+        lines.append(f"- Labels: {labels['robust']} robust, {labels['depends_on']} depending on a choice, "
+                     f"{labels['post_hoc']} post hoc, {labels['calibrated']} calibrated (never counted as "
+                     f"reproduced), {labels['not_converged']} not converged.")
     claims = _load("reports/claims.json") or []
     ladder = [c for c in claims if c.get("ladder")]
     if ladder:
@@ -123,8 +130,8 @@ def benchmarks_block():
 
 
 def verdicts_block():
-    """The verdict table, from the one list the analysis applies (src/replication/stats.py)."""
-    from replication.stats import VERDICT_RULES
+    """The verdict table, from the one list the analysis applies (src/replication/decisions.py)."""
+    from replication.decisions import VERDICT_RULES
     rows = ["| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its 95% interval, m the margin) |",
             "|---|---|"]
     return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in VERDICT_RULES])
