@@ -121,6 +121,8 @@ def test_the_plan_retrains_only_what_a_stale_stage_needs():
     status["pretrain@b"][0]["changed deps"].pop("src/replication/config.py")
     status["pretrain@b"][1]["changed outs"]["artifacts/pretrain/new"] = "deleted"   # an output dvc.lock lacks
     assert plan(status, lock)[0] == ["pretrain@b"]
+    status["resolve"] = [{"changed deps": {"params.yaml": {"evaluate.probe_steps": "modified"}}}]
+    assert "resolve" in plan(status, lock)[0]                   # a parameter edit is a change, not a missing file
 
 
 def test_a_bad_params_file_under_dvc_repro_deletes_nothing(clone, tmp_path):

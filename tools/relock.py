@@ -30,7 +30,7 @@ def code_only(changes, known):
             if kind not in ("changed deps", "changed outs") or not isinstance(entries, dict):
                 return False
             for path, state in entries.items():
-                missing = state in MISSING and path in known
+                missing = isinstance(state, str) and state in MISSING and path in known
                 edited_code = kind == "changed deps" and state == "modified" and path.startswith(CODE) \
                     and path in known
                 if not (missing or edited_code):

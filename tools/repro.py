@@ -50,8 +50,8 @@ def recorded(lock):
 def missing_only(changes, known):
     """True when every change DVC reports for a stage is a recorded file (in `known`) this clone lacks."""
     return all(isinstance(change, dict) and all(isinstance(entries, dict) and all(
-        state in MISSING and path in known for path, state in entries.items()) for entries in change.values())
-               for change in changes)
+        isinstance(state, str) and state in MISSING and path in known for path, state in entries.items())
+        for entries in change.values()) for change in changes)
 
 
 def missing_deps(changes):
@@ -61,7 +61,7 @@ def missing_deps(changes):
 
 def missing_outs(changes):
     return [path for change in changes if isinstance(change, dict)
-            for path, state in (change.get("changed outs") or {}).items() if state in MISSING]
+            for path, state in (change.get("changed outs") or {}).items() if isinstance(state, str) and state in MISSING]
 
 
 def producers(lock):
@@ -83,7 +83,7 @@ def plan(status, lock):
     must rerun only to recreate a file a stale stage needs (recursively)."""
     known, made_by = recorded(lock), producers(lock)
     stale = sorted(name for name, changes in status.items() if not missing_only(changes, known.get(name, set())))
-    retrain = {name for name in stale if missing_outs(status[name])}
+    retrain = {name for name in stale if set(missing_outs(status[name])) & known.get(name, set())}
     todo = [path for name in stale for path in missing_deps(status[name])]
     while todo:
         stage = producer_of(todo.pop(), made_by)
