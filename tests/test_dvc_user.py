@@ -203,7 +203,7 @@ def test_the_metrics_hold_each_claims_effect_interval_and_verdict(committed_clai
 def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     tree = tmp_path / "plots"
     tree.mkdir()
-    for name in ("dvc.yaml", "params.yaml", ".dvc/config", ".dvc/plots/series.json"):
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config", ".dvc/plots/series.json", ".dvc/plots/offline.html"):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tree / name)
     shutil.copytree(ROOT / "results" / "pretrain", tree / "results" / "pretrain")
@@ -211,12 +211,21 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     result = run(["dvc", "plots", "show", "-o", "shown"], tree)
     assert result.returncode == 0, result.stderr
     page = (tree / "shown" / "index.html").read_text()
+    assert not re.search(r"<script[^>]+src=", page), "the page must draw offline (.dvc/config: plots.html_template)"
+    assert "vegaEmbed" in page and "vega-lite" in page
     studies = sorted(p.name for p in (tree / "results" / "pretrain").iterdir())
     for name in ["forest.csv", "published_vs_ours.csv", "ladder.csv"] + [f"loss_{s}.csv" for s in studies]:
         plot_id = "reports_plots_" + name.replace(".", "_")
         assert f'<div id = "{plot_id}">' in page, name
     ladder = [c["id"] for c in committed_claims if c.get("ladder")]
     assert ladder and all(f'"series": "{claim}"' in page for claim in ladder)
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser:             # drawn in a real browser with every network request refused
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'p'}",
+                 "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=15000"]
+        dom = subprocess.run([browser, *flags, "--dump-dom", (tree / "shown" / "index.html").as_uri()],
+                             capture_output=True, text=True, timeout=120).stdout
+        assert dom.count('class="vega-embed') == 3 + len(studies), dom[-2000:]
 
 
 def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, tmp_path):
