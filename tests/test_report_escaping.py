@@ -32,8 +32,9 @@ def poison(value, keys=False):
 
 
 def poison_claim(claim):
-    """A claim with the payload in every string, its arms' names included (in every rung)."""
-    out = poison(claim)
+    """A claim with the payload in every string, its arms' names included (in every rung); not in
+    `origin`, which the analysis derives from the section (no input reaches it)."""
+    out = {**poison(claim), "origin": claim.get("origin")}
     for holder in [out, *(out.get("ladder") or [])]:
         if isinstance(holder.get("arms"), dict):
             holder["arms"] = {poison(k): v for k, v in holder["arms"].items()}
