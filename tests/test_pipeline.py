@@ -260,8 +260,9 @@ def stages_run(output):
 
 
 def test_edits_rerun_exactly_what_they_change(smoke_copy, tmp_path):
-    """An inactive profile's edit changes nothing; a probe setting reruns evaluation (after the cheap
-    resolve stage), never training."""
+    """An inactive profile's edit is validated (resolve depends on the whole file) and changes no
+    stage's configuration; a probe setting reruns evaluation (after the cheap resolve stage), never
+    training."""
     copy = tmp_path / "edits"
     shutil.copytree(smoke_copy, copy, symlinks=True)
     edited(copy, lambda p: p["profiles"]["cifar10"]["pretrain"].update(seeds=[0]))
