@@ -266,6 +266,8 @@ def test_edits_rerun_exactly_what_they_change(smoke_copy, tmp_path):
     copy = tmp_path / "edits"
     shutil.copytree(smoke_copy, copy, symlinks=True)
     edited(copy, lambda p: p["profiles"]["cifar10"]["pretrain"].update(seeds=[0]))
+    assert list(status(copy)) == ["resolve"]
+    assert dvc(["repro", "resolve"], copy).returncode == 0
     assert status(copy) == {}
     edited(copy, lambda p: p["profiles"]["smoke"]["evaluate"].update(probe_steps=60))
     assert list(status(copy)) == ["resolve"]
