@@ -151,7 +151,7 @@ def _judge_failure(claim, out, notes, root, rules):
     if claim.get("reference"):
         reference = conditions_of(claim["reference"])[0]
         gate = gates.control_gain(reference, "h", step if top else None, rules, root)
-        out["arms"]["reference"] = {"condition": reference, "control": {reference: gate}}
+        out["reference"] = {"condition": reference, "control": gate}
         if gate is None or not gate["trained"]:
             notes.append(f"The reference {reference} did not train by step {step} either, so a failure here is "
                          "not specific to this condition.")
