@@ -64,6 +64,23 @@ class Shapes4Data(Strict):
     n_test: Annotated[int, Field(ge=10)]
 
 
+class GlyphsData(Strict):
+    """glyphs100 (src/replication/glyphs.py): 100 stroke glyphs in 10 families; its difficulty knobs."""
+    seed: int
+    n_train: Annotated[int, Field(ge=10)]
+    n_test: Annotated[int, Field(ge=10)]
+    jitter: Annotated[float, Field(ge=0, le=0.5)]       # sd of each stroke's own shift (glyph units)
+    warp: Annotated[float, Field(ge=0, le=0.5)]         # amplitude of the smooth warp (glyph units)
+    rotation: Annotated[float, Field(ge=0, le=45)]      # max rotation, degrees
+    stroke: Annotated[float, Field(gt=0, le=0.3)]       # least stroke half-width (glyph units)
+    part_drop: Annotated[float, Field(ge=0, le=1)]      # probability that one base stroke is left out
+    clutter: Annotated[int, Field(ge=0, le=20)]         # distractor strokes per image
+    clutter_mimic: Annotated[float, Field(ge=0, le=1)]  # share of distractors in the glyph's own colour
+    texture: Annotated[float, Field(ge=0, le=1)]        # amplitude of the background stripes
+    min_contrast: Annotated[float, Field(ge=0, le=1)]   # least brightness gap, glyph to background
+    noise: Annotated[float, Field(ge=0, le=1)]          # per-pixel Gaussian noise
+
+
 class DigitsData(Strict):
     seed: int
     n_test: Annotated[int, Field(ge=10, le=1000)]
@@ -79,6 +96,7 @@ class DataParams(Strict):
     image_size: Annotated[int, Field(ge=8, le=256)]
     shapes: ShapesData
     shapes4: Shapes4Data
+    glyphs100: GlyphsData
     digits: DigitsData
     imagefolder: FolderData
     cifar10: FolderData
