@@ -289,16 +289,21 @@ def _contrast(claim, a, b, by_seed, untrained, rules):
     return c
 
 
+def _logit(p):
+    """log(p / (1 - p)), with p kept inside [1e-4, 1 - 1e-4] (an accuracy of 0 or 1 has no logit)."""
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
 def _logit_effect(claim, a, b, by_seed):
     """The effect on the logit (error) scale, for accuracies: logit(acc_a) - logit(acc_b) per seed."""
     if (key_of(claim["arms"][a]) or "").rsplit(".", 1)[-1] not in ACCURACY_METRICS:
         return None
-    logit = lambda p: math.log(min(max(p, 1e-4), 1 - 1e-4) / (1 - min(max(p, 1e-4), 1 - 1e-4)))
     seeds = [s for s in by_seed[a] if s in by_seed[b]]
     if len(seeds) < 2:
         return None
     sign = -1 if claim["direction"] == "less" else 1
-    diffs = [sign * (logit(by_seed[a][s]) - logit(by_seed[b][s])) for s in seeds]
+    diffs = [sign * (_logit(by_seed[a][s]) - _logit(by_seed[b][s])) for s in seeds]
     return {"diffs": diffs, "mean": float(np.mean(diffs)), "ci95": stats.t_interval(diffs)}
 
 

@@ -13,7 +13,6 @@ Converged (rules.convergence_fraction = c): over the last doubling of steps befo
 than c x the claim's margin. An arm with no such rung has unknown convergence.
 """
 import glob
-from pathlib import Path
 
 from . import stats
 from .measure import measure_by_seed, read_record, seed_order
@@ -111,7 +110,3 @@ def rungs_of(condition, root="."):
     """The rungs a condition's runs were evaluated at (its first evaluation record's)."""
     paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root))
     return read_record(paths[0], root)["rungs"] if paths else []
-
-
-def study_of(path):
-    return Path(path).parts[2]
