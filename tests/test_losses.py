@@ -246,3 +246,34 @@ def test_siglip_gradcheck_in_its_parameters():
     a, b = views(4, 3, seed=7)
     log_t, bias = torch.tensor(0.5, requires_grad=True), torch.tensor(-1.0, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t, c: losses.siglip(a, b, t, c), (log_t, bias))
+
+
+def test_masking_all_but_k_negatives_gives_the_loss_of_a_batch_with_k_negatives():
+    """Each anchor keeps k of its 2N - 2 negatives: its term equals NT-Xent computed on the anchor,
+    its partner and those k views alone (a (k + 1)-way cross-entropy)."""
+    gen = torch.Generator().manual_seed(0)
+    z1, z2 = torch.randn(6, 5, generator=gen, dtype=torch.float64), torch.randn(6, 5, generator=gen, dtype=torch.float64)
+    keep = losses.kept_negatives(12, 3, torch.Generator().manual_seed(1))
+    assert keep.sum(1).tolist() == [3] * 12 and not keep.diagonal().any()
+    assert not keep[torch.arange(12), torch.arange(12) ^ 1].any()
+    z = F.normalize(torch.stack([z1, z2], 1).flatten(0, 1), dim=1)
+    tau, terms = 0.3, []
+    for i in range(12):
+        candidates = [i ^ 1] + keep[i].nonzero().flatten().tolist()          # the partner first
+        logits = (z[i] @ z[candidates].T) / tau
+        terms.append(-torch.log_softmax(logits, 0)[0])
+    assert losses.nt_xent(z1, z2, tau, keep=keep).item() == pytest.approx(torch.stack(terms).mean().item(), rel=1e-12)
+    every = ~torch.eye(12, dtype=torch.bool)
+    assert losses.nt_xent(z1, z2, tau, keep=every).item() == pytest.approx(losses.nt_xent(z1, z2, tau).item(), rel=1e-12)
+
+
+def test_the_zero_temperature_limit_of_nt_xent_is_the_margin_0_hardest_negative_triplet():
+    """tau * NT-Xent(tau) -> mean_i max(0, max_k s_ik - s_ij) as tau -> 0: log-sum-exp becomes a max
+    (the error is at most tau log(2N - 1)); that is the margin triplet loss with margin 0 on the
+    hardest negative."""
+    gen = torch.Generator().manual_seed(3)
+    z1, z2 = torch.randn(8, 4, generator=gen, dtype=torch.float64), torch.randn(8, 4, generator=gen, dtype=torch.float64)
+    limit = losses.margin_triplet(z1, z2, 0.0, negatives="hardest").item()
+    assert limit > 0.05                                            # a case where the hardest negative wins
+    for tau in (1e-2, 1e-3, 1e-4):
+        assert abs(tau * losses.nt_xent(z1, z2, tau).item() - limit) <= tau * math.log(15) + 1e-12

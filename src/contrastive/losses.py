@@ -17,14 +17,16 @@ def _interleave(z1, z2):
     return torch.stack([z1, z2], 1).flatten(0, 1)
 
 
-def nt_xent(z1, z2, tau, normalize=True):
+def nt_xent(z1, z2, tau, normalize=True, keep=None):
     """SimCLR's NT-Xent (InfoNCE over the batch), mean over the 2N anchors.
 
         l(i, j) = -log exp(s_ij / tau) / sum_{k != i} exp(s_ik / tau)
 
     with s = sim (or the raw dot product when normalize=False) over all 2N views, j the partner
     of i, and the other 2N - 2 views as negatives. Computed as a (2N - 1)-way cross-entropy
-    (log-sum-exp, so stable at small tau).
+    (log-sum-exp, so stable at small tau). keep (2N, 2N) bool, optional: the negatives each anchor
+    uses (kept_negatives), so that the number of negatives varies while the batch, and with it
+    BatchNorm's statistics and the number of updates, stays fixed.
     """
     z = _interleave(z1, z2)
     if normalize:
@@ -32,7 +34,21 @@ def nt_xent(z1, z2, tau, normalize=True):
     logits = z @ z.T / tau
     logits.fill_diagonal_(float("-inf"))                 # k != i
     partner = torch.arange(len(z), device=z.device) ^ 1
+    if keep is not None:                                 # drop the negatives not kept; the partner stays
+        dropped = ~keep
+        dropped[torch.arange(len(z)), partner] = False
+        logits = logits.masked_fill(dropped, float("-inf"))
     return F.cross_entropy(logits, partner)
+
+
+def kept_negatives(n_views, k, gen):
+    """(n_views, n_views) bool: for each anchor (row) k negatives drawn uniformly without replacement
+    from the other n_views - 2 views (not itself, not its partner r ^ 1), from generator `gen`."""
+    rows = torch.arange(n_views)
+    scores = torch.rand(n_views, n_views, generator=gen)
+    scores[rows, rows] = scores[rows, rows ^ 1] = float("inf")     # never chosen
+    chosen = scores.topk(k, dim=1, largest=False).indices
+    return torch.zeros(n_views, n_views, dtype=torch.bool).scatter_(1, chosen, True)
 
 
 def contrastive_accuracy(z1, z2, normalize=True):
