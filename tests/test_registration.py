@@ -62,13 +62,19 @@ def test_changed_judging_code_or_params_after_registration_stop_the_analysis(tmp
     assert status == 2 and "src/replication/decisions.py: differs from the registration" in err
 
 
-def test_a_missing_record_stops_the_analysis(tmp_path, monkeypatch, capsys):
+def test_an_unreadable_record_stops_the_analysis(tmp_path, monkeypatch, capsys):
     write_world(tmp_path)
-    (tmp_path / "analysis" / "registration.json").unlink()
+    (tmp_path / "analysis" / "registration.json").write_text('{"date": ')
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
-    assert status == 2 and "analysis/registration.json: missing" in err
+    assert status == 2 and "analysis/registration.json: unreadable" in err
 
 
-def test_the_committed_record_is_valid_json_with_a_date_field():
-    record = json.loads((ROOT / "analysis" / "registration.json").read_text())
-    assert "date" in record
+def test_registering_makes_the_analysis_depend_on_the_record(tmp_path):
+    from replication.registration import add_to_analysis_deps
+    dvc_yaml = tmp_path / "dvc.yaml"
+    shutil.copy(ROOT / "dvc.yaml", dvc_yaml)
+    assert "analysis/registration.json" not in dvc_yaml.read_text()       # not registered yet
+    assert add_to_analysis_deps(dvc_yaml) and not add_to_analysis_deps(dvc_yaml)
+    text = dvc_yaml.read_text()
+    assert text.count("      - analysis/registration.json\n") == 1
+    assert "      - analysis/claims.yaml\n      - analysis/registration.json\n" in text

@@ -51,7 +51,6 @@ def write_world(root, registry=None):
     configuration expect."""
     (root / "analysis").mkdir(parents=True, exist_ok=True)
     (root / "analysis" / "claims.yaml").write_text(registry or RULES + "claims:\n" + PAIRED + BOUND)
-    (root / "analysis" / "registration.json").write_text('{"date": null}')
     (root / "resolved").mkdir(exist_ok=True)
     conditions = {name: {"study": "s", "label": name, "steps": 300, "rungs": [0, 300]} for name in ("ca", "cb")}
     (root / "resolved" / "conditions.json").write_text(json.dumps({"seeds": SEEDS, "conditions": conditions}))

@@ -52,14 +52,26 @@ def register(rules, claims, root="."):
 
 
 def load(root="."):
-    """The registration record, or None while the rules are not registered (the file then holds
-    `"date": null`, so that the analysis stage always has it as a dependency)."""
+    """The registration record, or None while the rules are not registered (no record yet)."""
+    path = Path(root, RECORD)
+    if not path.exists():
+        return None
     try:
-        record = json.loads(Path(root, RECORD).read_text())
+        return json.loads(path.read_text())
     except (OSError, ValueError):
-        raise RegistrationError(f"{RECORD}: missing or unreadable; restore it with `git checkout {RECORD}`") \
-            from None
-    return record if record.get("date") else None
+        raise RegistrationError(f"{RECORD}: unreadable; restore it with `git checkout {RECORD}`") from None
+
+
+def add_to_analysis_deps(dvc_yaml="dvc.yaml"):
+    """Make the analyze stage depend on the record (from registration on, a changed or deleted
+    record reruns or stops the analysis). Returns whether dvc.yaml changed."""
+    path = Path(dvc_yaml)
+    text = path.read_text()
+    anchor = "      - analysis/claims.yaml\n"
+    if f"      - {RECORD}\n" in text or anchor not in text:
+        return False
+    path.write_text(text.replace(anchor, anchor + f"      - {RECORD}\n", 1))
+    return True
 
 
 def check(record, rules, claims, root="."):
