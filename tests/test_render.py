@@ -107,11 +107,6 @@ def test_the_rung_and_the_runs_are_named_for_what_they_are():
     assert rc.realisations({**one_seed, "n_realisations": 4, "realisation_kind": "seeds"}) == (4, "seeds")
 
 
-def test_a_bound_that_holds_is_within_bound_not_an_exact_match():
-    assert rc.shown_verdict({"kind": "bound", "verdict": "exact match"}) == "within bound"
-    assert rc.shown_verdict({"kind": "exact", "verdict": "exact match"}) == "exact match"
-
-
 def test_the_original_verdict_is_the_first_amendments_previous_one_and_every_change_is_shown():
     c = {**claim("one", "reproduced", 0.06), "amended": [
         {"date": "2026-11-29", "what": "w1", "why": "y1", "previous_verdict": "contradicted"},

@@ -17,11 +17,8 @@ def claim_at(claim, step, arm_steps=None):
 
 
 def _conditions(claim):
-    return [c for _, spec in specs_of(claim) for c in conditions_of(spec)]
-
-
-def specs_of(claim):
-    return [(name, spec) for name, spec in (claim.get("arms") or {}).items()]
+    """Every condition the arms of a claim read."""
+    return [c for spec in (claim.get("arms") or {}).values() for c in conditions_of(spec)]
 
 
 def ladder_rungs(claim, root="."):

@@ -291,14 +291,6 @@ def published_text(claim):
     return sig(value, 6) if number(value) is not None else str(value)
 
 
-def shown_verdict(claim):
-    """The verdict as the report names it: a bound that holds is 'within bound', never an exact
-    match (claims.json may still call it one)."""
-    if claim.get("kind") == "bound" and claim["verdict"] == "exact match":
-        return "within bound"
-    return claim["verdict"]
-
-
 def arm_conditions(claim):
     """The conditions behind a claim's arms, as named by each arm's untrained control."""
     arms = (claim.get("arms") or {}).values()
@@ -317,11 +309,11 @@ def read_at(claim, budgets):
 
 
 def load_claims(path, conditions="resolved/conditions.json"):
-    """reports/claims.json as the report shows it: shown_verdict applied, and `read_at` (the training
+    """reports/claims.json as the report shows it, with `read_at` (the training
     length of each figure) added from the conditions' budgets."""
     import json
     from pathlib import Path
     budgets = {name: c["steps"] for name, c in json.loads(Path(conditions).read_text())["conditions"].items()} \
         if Path(conditions).exists() else {}
-    return [{**c, "verdict": shown_verdict(c), "read_at": read_at(c, budgets)}
+    return [{**c, "read_at": read_at(c, budgets)}
             for c in json.loads(Path(path).read_text())]
