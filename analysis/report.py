@@ -13,13 +13,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-import torch
 import yaml
 from IPython.display import HTML, display
 
-from contrastive.augment import augment
 from replication import render
+from replication import registration
 from replication import render_claims as rc
+from replication import render_deviations as rd
 from replication import render_figures as figures
 from replication import render_html as page
 from replication.datasets import GENERATED, load_dataset
@@ -32,7 +32,8 @@ claims = rc.load_claims("reports/claims.json")
 setup = json.loads(Path("resolved/report.json").read_text())               # profile, threads, workers
 resolved_conditions = json.loads(Path("resolved/conditions.json").read_text())
 conditions = resolved_conditions["conditions"]                              # name -> study, label, steps, rungs
-default = json.loads(Path("resolved/pretrain/simclr_mocov2.json").read_text())["conditions"]["simclr"]
+reference_file, reference_arm = rd.REFERENCE_ARM
+default = json.loads(Path(f"resolved/{reference_file}.json").read_text())["conditions"][reference_arm]
 data_cfg = json.loads(Path("resolved/data.json").read_text())
 shared = page.shared_amendments(claims)
 by_section = {}
@@ -72,12 +73,13 @@ scale = (f"a miniature: synthetic {data_cfg['image_size']}x{data_cfg['image_size
          f"a three-layer CNN, {default['steps']} steps of {default['batch']} images, ladder claims to "
          f"{', '.join(f'{t:,}' for t in tops)} steps, on a CPU")
 html(page.toc([("findings", "Key findings"), ("legend", "Legend"), ("forest", "All effects"), ("claims", "All claims"),
-               ("amendments", "Amendments"), ("data", "The data"), ("ntxent-example", "NumPy NT-Xent"),
-               ("tiny-simclr", "Tiny SimCLR"), ("toy2d", "2-D circle"), ("analytic", "Analytic facts"),
+               ("amendments", "Amendments"), ("registration", "Registration"), ("data", "The data"),
+               ("ntxent-example", "NumPy NT-Xent"), ("tiny-simclr", "Tiny SimCLR"), ("toy2d", "2-D circle"),
+               ("analytic", "Analytic facts"),
                ("simclr-temperature", "Temperature, losses"), ("simclr-batch", "Batch size"),
                ("projection-head", "Projection head"), ("rotation", "Augmentation"), ("moco", "MoCo"),
                ("supcon", "SupCon"), ("ladder", "Scale ladder"), ("digits", "Digits"), ("untested", "Untested"),
-               ("setup", "Method and setup"), ("provenance", "Provenance"), ("references", "References")]))
+               ("setup", "Setup and deviations"), ("provenance", "Provenance"), ("references", "References")]))
 html(page.first_screen(claims, "Contrastive learning lore, replicated in miniature", scale))
 html(page.legend(VERDICT_RULES, TREND_RULES))
 
@@ -113,26 +115,30 @@ section("amendments", "Amendments: verdicts under the original rules beside the 
 html(page.original_vs_current(claims) + page.amendments_section(claims, shared))
 
 # %%
-section("data", "The data", "Sample training images of each generated dataset, and augmented views of one image: the "
-        "two views of a positive pair are two such draws.")
+section("registration", "Registration: the rules frozen before the run")
+summary = load("reports/summary.json")
+html(page.registration_section(registration.load(), summary.get("registered_on"),
+                               render.git_last_commit(registration.RECORD), claims))
+
+# %%
+section("data", "The data", "Sample training images of each generated dataset, and augmented views: the two "
+        "views of a positive pair are two such draws.")
 missing = [name for name in manifests if not Path(f"data/{name}.pt").exists()]
 if missing:      # the report stage depends on them; a bare checkout may lack them
     html(f"<p>Not on disk: {page.esc(', '.join(missing))} (regenerate with dvc repro data).</p>")
 for name in [name for name in manifests if name not in missing]:
     dataset = load_dataset(name)
-    rows = figures.sample_rows(dataset["y_train"].numpy(), dataset["classes"], dataset.get("superclasses"))
-    shown = len({n for _, row in rows for _, n in row})
-    show(f"Sample training images of the {name} dataset, one per class",
-         f"{name}: {shown} of {len(dataset['classes'])} classes, {dataset['x_train'].shape[0]:,} training images of "
-         f"{dataset['x_train'].shape[2]}x{dataset['x_train'].shape[3]} pixels.",
-         figures.sample_grid(dataset["x_train"].numpy(), rows))
-if default["dataset"] not in missing:
-    image = load_dataset(default["dataset"])["x_train"][:1]
-    views = augment(image.repeat(8, 1, 1, 1), torch.Generator().manual_seed(0), blur=default["blur"],
-                    colour=default["colour"])
-    show(f"One {default['dataset']} image and eight augmented views of it",
-         "The default augmentation (random resized crop, flip, colour jitter, grayscale), eight draws.",
-         figures.views_row(image[0].numpy(), views.numpy()))
+    families = figures.families_of(dataset)
+    samples, views = figures.dataset_figures(dataset, default if name == default["dataset"] else None)
+    grouping = (f"a row per family ({len(set(families))} families), each class named by what sets it apart in "
+                "its family" if families else "one image per class")
+    show(f"Sample training images of the {name} dataset, {grouping}",
+         f"{name}: {dataset['x_train'].shape[0]:,} training images of {len(dataset['classes'])} classes, "
+         f"{dataset['x_train'].shape[2]}x{dataset['x_train'].shape[3]} pixels; {grouping}.", samples)
+    if views is not None:
+        options = ", ".join(f"{knob} {value}" for knob, value in figures.augment_options(default).items())
+        show(f"Augmented views of {name} images, one image per row",
+             f"The default arm's augmentation ({options}): each row's image, then six independent draws of it.", views)
 
 # %%
 section("ntxent-example", "The NumPy NT-Xent example [E]")
@@ -423,29 +429,18 @@ section("untested", "Claims this study does not test")
 claims_of("untested")
 
 # %%
-eval_cfg = load("resolved/evaluate.json")["evaluate"]
-moco_cfg = load("resolved/pretrain/moco_high.json")["conditions"]["moco_m099"]
-section("setup", "Method and setup",
+section("setup", "Setup and deviations from the papers",
         "Verdicts are computed by code from the rules in analysis/claims.yaml; a rule changed after results were seen "
         "is an amendment, shown with the verdict before it. Intervals are 95% Student-t intervals over seeds; paired "
         "contrasts use the per-seed differences. Every arm is compared with its untrained control (the same encoder "
         "at step 0); a contrast on an arm that did not train is not judged. Every number on this page is read from a "
         "file the pipeline wrote.")
-setup_rows = [
-    ("data", f"{default['dataset']}: synthetic {data_cfg['image_size']}x{data_cfg['image_size']} glyphs under "
-             "clutter, texture and noise; scikit-learn's handwritten digits", "ImageNet, CIFAR-10"),
-    ("encoder", f"{default['encoder']}: a three-layer CNN; MLP head to {default['proj_dim']} dimensions (or linear, "
-                "or none)", "ResNet-50, 128-D z"),
-    ("budget", f"{default['steps']} Adam steps of {default['batch']} images (MoCo v1: {moco_cfg['batch']}), learning "
-               f"rate {default['lr']:g}, {default['schedule']} schedule, {setup['threads']} CPU thread per run; ladder "
-               f"arms to {', '.join(f'{t:,}' for t in tops)} steps; {len(conditions)} conditions x "
-               f"{len(resolved_conditions['seeds'])} seeds", "hundreds of epochs on many GPUs"),
-    ("probes", f"linear probe on standardised features ({eval_cfg['n_labelled']:,} labelled, {eval_cfg['n_test']:,} "
-               f"test images), {eval_cfg['knn_k']}-NN, rotation probes", "linear probe on ImageNet, transfer"),
-    ("MoCo", f"queue {moco_cfg['queue']:,}, {moco_cfg['bn_groups']} BN groups with shuffled keys (one process)",
-     "queue 65,536, shuffled BN across 8 GPUs"),
-]
-html(pd.DataFrame(setup_rows, columns=["", "here", "the papers"]).to_html(index=False))
+html(f"<p>{len(conditions)} conditions x {len(resolved_conditions['seeds'])} seeds, {setup['threads']} CPU thread per "
+     "run. Where the study differs from the papers in a way that could decide an outcome (analysis/deviations.yaml), "
+     "our values read from the resolved configuration:</p>")
+deviations = rd.resolve_deviations(rd.load_deviations(), {c["id"] for c in claims},
+                                   derived=rd.derived_facts())
+html(rd.deviations_html(deviations))
 reference = pd.DataFrame(yaml.safe_load(Path("analysis/cifar10_reference.yaml").read_text()))
 cifar = ok[ok.dataset == "cifar10"]
 html(f"<p>CIFAR-10 (the cifar10 profile): {len(reference)} published ResNet-18 reference figures wait in "
@@ -465,9 +460,12 @@ html(pd.Series(prov, name="value").to_frame().to_html()
      + "<p><b>CPU that trained each study</b>: " + page.esc("; ".join(f"{s}: {cpu}" for s, cpu in dict(cpus).items()))
      + "</p>")
 if Path("reports/stage_times.json").exists():
-    st = pd.DataFrame(load("reports/stage_times.json")).T
-    html(f"<details><summary>Stages of the last forced run, one by one: {st.seconds.sum() / 60:.1f} minutes in all"
-         "</summary>" + st.to_html(float_format=lambda v: f"{v:.1f}") + "</details>")
+    stage_times = load("reports/stage_times.json")
+    minutes = sum(r["seconds"] for r in stage_times.values()) / 60
+    html(f"<details><summary>Stages of the last forced runs, one by one: {minutes:.1f} minutes in all, the CPU each "
+         "ran on and its precision</summary><p>fp32: no reduced-precision autocast (the NumPy examples and analytic "
+         "checks compute in float64); bf16: training under bfloat16 autocast.</p>" + page.stage_table(stage_times)
+         + "</details>")
 det = load("results/determinism.json")
 dp = det["params"]
 differ = len(det["repeat_differences"])

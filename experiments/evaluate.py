@@ -2,19 +2,23 @@
 
     python experiments/evaluate.py <study>
 
-Reads resolved/evaluate.json (the probes), resolved/pretrain/<study>.json (which runs exist) and
-each run's training record and checkpoints. A training record that is missing or unreadable, a
-dataset or a checkpoint whose sha256 differs from its record stops the stage, before anything is
-written, with one line naming the file and how to restore it. Writes
-results/evaluate/<study>/<condition>/seed_<k>.json: the untrained control (step 0) and the end of
-training, on h and on z.
+Reads resolved/evaluate.json (the probes and the BatchNorm re-estimation before them),
+resolved/pretrain/<study>.json (which runs exist) and each run's training record and checkpoints.
+A training record that is missing or unreadable, a dataset or a checkpoint whose sha256 differs
+from its record, or a dataset too small for the label budget or the BatchNorm re-estimation stops
+the stage, before anything is written, with one line naming the file or key and how to fix it.
+Writes results/evaluate/<study>/<condition>/seed_<k>.json: every rung, BatchNorm calibrated
+(step 0 the untrained control, the budget with the full-label probe too), and the uncalibrated
+linear probes of the control and the budget (src/replication/evaluation.py: the record).
 """
 import json
 import sys
 from pathlib import Path
 
 from contrastive.data import DataError
-from replication.config import EvaluateConfig, ParamsError, StudyConfig, check_name, read_resolved
+from pydantic import ValidationError
+
+from replication.config import EvaluateConfig, ParamsError, RunConfig, StudyConfig, check_name, read_resolved
 from replication.io import remove_stray_tmp, write_json
 from replication.evaluation import CheckpointError, evaluate_run
 from replication.runs import map_runs, run_name
@@ -34,10 +38,14 @@ def check_records(study, runs):
         if not path.exists():
             fail(f"{path}: missing training record; {retrain}")
         try:
-            json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError):
+            config = json.loads(path.read_text())["config"]
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
             fail(f"{path}: not a readable training record (truncated?); restore it with "
                  f"`git checkout -- {path}` or {retrain}")
+        try:
+            RunConfig(**config)
+        except ValidationError:
+            fail(f"{path}: its config does not match this code's settings (a record of an older run?); {retrain}")
 
 
 def main(argv):

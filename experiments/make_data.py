@@ -1,4 +1,6 @@
-"""Stage data: generate shapes, shapes4 and digits into data/<name>.pt with manifests.
+"""Stage data: generate glyphs100, shapes, shapes4 and digits into data/<name>.pt with manifests
+(data/<name>.json: shapes, classes, counts, sha256, glyphs100's superclasses, the same-class share of
+in-batch negatives).
 
 One torch thread: make_shapes' last float bits depend on the thread count (two threads give other
 bytes for data/shapes.pt than one), and the committed datasets were made with one, so a rerun of
@@ -14,5 +16,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     params = read_resolved("data", DataParams)
     for name in GENERATED:
-        path = save_dataset(build_dataset(name, params), name)
+        path = save_dataset(build_dataset(name, params), name, same_class=params.same_class)
         print(f"wrote {path}")

@@ -1,11 +1,25 @@
 """Stage report: execute analysis/report.py (jupytext percent format) into reports/report.html, and
-write the one-minute summary for GitHub readers to reports/claims.md."""
+write the one-minute summary for GitHub readers to reports/claims.md, with the setup table of
+analysis/deviations.yaml. The setup table and the registration record are checked first: a bad
+entry or an unreadable record is one line (exit 2) and nothing is written."""
+import sys
+
+from replication import registration
 from replication.io import atomic_path
 from replication.render import render_notebook
 from replication.render_claims import load_claims
+from replication.render_deviations import (DeviationError, derived_facts, deviations_markdown, load_deviations,
+                                           resolve_deviations)
 from replication.render_markdown import claims_markdown
 
 if __name__ == "__main__":
+    claims = load_claims("reports/claims.json")
+    try:
+        deviations = resolve_deviations(load_deviations(), {c["id"] for c in claims}, derived=derived_facts())
+        registration.load()
+    except (DeviationError, registration.RegistrationError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     render_notebook("analysis/report.py", "reports/report.html")
     with atomic_path("reports/claims.md") as tmp:
-        tmp.write_text(claims_markdown(load_claims("reports/claims.json")))
+        tmp.write_text(claims_markdown(claims) + "\n" + deviations_markdown(deviations))

@@ -1,5 +1,8 @@
-"""Stage tiny_simclr: the article's tiny SimCLR for every seed, a repeat of one seed, and that
-seed at several thread counts (run one at a time, so their wall times are comparable)."""
+"""Stage tiny_simclr: the article's tiny SimCLR for every seed (each followed by the shape test), a
+repeat of one seed, and that seed at several thread counts (run one at a time, so their wall times
+are comparable)."""
+from functools import partial
+
 from replication.config import TinySimCLR, read_resolved
 from replication.examples import tiny_simclr
 from replication.io import write_json
@@ -8,7 +11,8 @@ from replication.runs import map_runs
 if __name__ == "__main__":
     p = read_resolved("examples/tiny_simclr", TinySimCLR)
     budget = (p.steps, p.batch, p.tau)
-    runs = map_runs(tiny_simclr.run, [(seed, *budget, p.threads) for seed in p.seeds],
+    with_shape_test = partial(tiny_simclr.run, shape_test=p.shape_test)
+    runs = map_runs(with_shape_test, [(seed, *budget, p.threads) for seed in p.seeds],
                     read_resolved("workers")["workers"])
     repeat = tiny_simclr.run(p.thread_check_seed, *budget, p.threads)
     by_threads = [tiny_simclr.run(p.thread_check_seed, *budget, t) for t in p.thread_counts]

@@ -1,4 +1,5 @@
-"""Stage toy2d: the 2-D circle experiment over seeds and temperatures, and without negatives."""
+"""Stage toy2d: the 2-D circle experiment over seeds and temperatures, without negatives, and again
+at each view noise of the sweep (class spread re-fitted to the calibration target)."""
 from replication.config import Toy2D, read_resolved
 from replication.examples import toy2d
 from replication.io import write_json
@@ -11,4 +12,5 @@ if __name__ == "__main__":
         "runs": [toy2d.run(seed, tau, p) for tau in p.taus for seed in p.seeds],
         "pull_only": [toy2d.run(seed, min(p.taus), p, objective=toy2d.pull_only_objective)
                       for seed in p.seeds],
+        "view_noise_sweep": toy2d.view_noise_sweep(p),
     })

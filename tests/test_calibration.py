@@ -1,16 +1,23 @@
-"""The calibrated untrained control: BatchNorm re-estimation on constructed data, the rebuilt step-0
-encoder against its training record, and the control record on a tiny run."""
+"""BatchNorm re-estimated before every probe: the rule on constructed encoders, and the evaluation
+record of tiny runs (the calibrated control, the uncalibrated probes beside it, the full-label probe
+at the budget, one line for a missing checkpoint)."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn as nn
 
-from contrastive.data import build_dataset
-from helpers import PARAMS, data_params
-from replication.calibration import ControlError, batch_norms, control_run, recalibrate_bn, untrained_encoder
-from replication.config import ControlConfig, ControlParams, EvaluateConfig, Execution, RunConfig
+from contrastive.data import DataError, build_dataset
+from contrastive.evaluate import linear_probes
+from helpers import PARAMS, ROOT, data_params
+from replication.calibration import batch_norms, recalibrate_bn
+from replication.config import ControlParams, EvaluateConfig, Execution, RunConfig, RunData, StudyConfig
 from replication.datasets import save_dataset
-from replication.evaluation import evaluate_method, evaluate_run
-from replication.io import read_json
+from replication.evaluation import evaluate_method, evaluate_run, load_checkpoint, method_from_state
+from replication.io import read_json, write_json
 from replication.runs import differences, save_run, train_run
 
 EXECUTION = Execution(threads=1, device="cpu", amp=False)
@@ -49,63 +56,140 @@ def test_recalibrated_statistics_are_the_average_of_the_batch_statistics_and_wei
     assert not f.training and g.training                                 # modes restored
 
 
+def test_a_one_layer_encoder_gets_the_exact_mean_and_variance_of_its_calibration_activations():
+    """f(x) = BN(W x + b): after re-estimation on one batch of the first 30 images, BN's running
+    statistics are the mean and unbiased variance of W x + b over exactly those images (computed
+    here in float64), whatever they were before; W, b and BN's affine weights do not move."""
+    torch.manual_seed(0)
+    f = nn.Sequential(nn.Flatten(), nn.Linear(12, 3), nn.BatchNorm1d(3))
+    bn = f[2]
+    with torch.no_grad():
+        bn.weight.fill_(2.0), bn.bias.fill_(-1.0)
+        bn.running_mean.fill_(7.0), bn.running_var.fill_(9.0)           # stale statistics
+        bn.num_batches_tracked.fill_(5)
+    x = torch.randn(50, 3, 2, 2, generator=torch.Generator().manual_seed(1)) * 3 + 2
+    weights = {k: v.clone() for k, v in f.named_parameters()}
+    recalibrate_bn([f, nn.Identity()], x, batches=1, batch_size=30)
+    activation = x[:30].flatten(1).double() @ weights["1.weight"].double().T + weights["1.bias"].double()
+    assert torch.allclose(bn.running_mean.double(), activation.mean(0), atol=1e-5)
+    assert torch.allclose(bn.running_var.double(), activation.var(0), rtol=1e-5)
+    assert all(torch.equal(weights[k], v) for k, v in f.named_parameters())
+    f.eval()                                                             # eval mode now standardises with them
+    with torch.no_grad():
+        h = f(x[:30]).double()
+    assert torch.allclose(h.mean(0), torch.full((3,), -1.0, dtype=torch.float64), atol=1e-4)
+
+
 def test_recalibration_needs_enough_images():
     f, g, x = constructed()
-    with pytest.raises(ValueError, match="need 70 images; the training set has 60"):
+    with pytest.raises(DataError, match="control.bn_batches x control.bn_batch_size: .* need 70 images; "
+                                        "the training set has 60"):
         recalibrate_bn([f, g], x, batches=7, batch_size=10)
 
 
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory):
     """A 60-image dataset, two short training runs saved as the pretrain stage saves them (record
-    and checkpoints under `root`), and a small evaluation."""
+    and checkpoints under `root`), and a small evaluation: 3 labels of each class, BN re-estimated
+    on 2 batches of 16."""
     root = tmp_path_factory.mktemp("study")
     data = data_params(shapes={"n_train": 60, "n_test": 40})
     save_dataset(build_dataset("shapes", data), "shapes", root / "data")
-    evaluate = PARAMS.evaluate.model_copy(update={"n_labelled": 40, "n_test": 40, "probe_steps": 20, "wknn_k": 10})
-    paths = {}
+    evaluate = PARAMS.evaluate.model_copy(update={"labels_per_class": 3, "n_test": 40, "probe_steps": 20,
+                                                  "wknn_k": 10})
+    config = EvaluateConfig(execution=EXECUTION, evaluate=evaluate,
+                            control=ControlParams(bn_batches=2, bn_batch_size=16))
+    paths, configs = {}, {}
     for condition in ("simclr", "moco_m099"):
-        cfg = PARAMS.pretrain.run_config(condition).model_copy(update={"steps": 2, "batch": 16, "queue": 32,
-                                                                       "ladder": []})
+        cfg = PARAMS.pretrain.run_config(condition).model_copy(update={
+            "dataset": "shapes", "steps": 2, "batch": 16, "queue": 32, "ladder": [3]})
         record, states = train_run(3, condition, cfg, EXECUTION, data, root / "data")
         save_run("tiny", record, states, root)
-        paths[condition] = f"results/pretrain/tiny/{condition}/seed_3.json"
-    return root, data, evaluate, paths
+        paths[condition], configs[condition] = f"results/pretrain/tiny/{condition}/seed_3.json", cfg
+    return root, data, config, paths, configs
 
 
 @pytest.mark.parametrize("condition", ["simclr", "moco_m099"])
-def test_the_rebuilt_uncalibrated_encoder_evaluates_as_the_step_0_checkpoint(tiny_runs, condition):
-    root, data, evaluate, paths = tiny_runs
-    from_checkpoint = evaluate_run(paths[condition], EvaluateConfig(execution=EXECUTION, evaluate=evaluate), data,
-                                   root / "data", root)["control"]
+def test_every_rung_is_probed_with_calibrated_bn_and_the_uncalibrated_probes_are_kept(tiny_runs, condition):
+    """The record's control, eval and other rungs are evaluate_method on the checkpoint after the
+    rule; the uncalibrated linear probes of step 0 and the budget are those of the checkpoint as
+    saved; only the budget has the full-label probe."""
+    root, data, config, paths, configs = tiny_runs
+    evaluation = evaluate_run(paths[condition], config, data, root / "data", root)
     record = read_json(root / paths[condition])
-    method = untrained_encoder(record, paths[condition])
     dataset = torch.load(root / "data/shapes.pt", weights_only=True)
-    rebuilt = evaluate_method(method, RunConfig(**record["config"]), dataset, evaluate, record["seed"])
-    assert differences(from_checkpoint, rebuilt) == []
+    cfg = RunConfig(**record["config"])
+    assert evaluation["rungs"] == [0, 2, 3] and evaluation["bn"] == "calibrated"
+    assert evaluation["calibration"]["images"] == 32 and "cumulative average" in evaluation["calibration"]["rule"]
+    assert evaluation["control"] == evaluation["at"]["0"] and evaluation["eval"] == evaluation["at"]["2"]
+    for step, checkpoint in zip((0, 2, 3), record["checkpoints"]):
+        method = method_from_state(cfg, load_checkpoint(checkpoint, paths[condition], root), record["n_data"],
+                                   record["n_classes"])
+        if step in (0, 2):
+            key = "control_uncalibrated" if step == 0 else "eval_uncalibrated"
+            assert evaluation[key] == linear_probes(method.f, method.g, dataset, config.evaluate)
+        recalibrate_bn([method.f, method.g], dataset["x_train"], 2, 16)
+        by_hand = evaluate_method(method, cfg, dataset, config.evaluate, record["seed"], budget=step == 2)
+        assert differences(evaluation["at"][str(step)], by_hand) == []
+    assert "linear_full" in evaluation["eval"]["h"] and "linear_full" in evaluation["eval"]["z"]
+    assert "linear_full" not in evaluation["control"]["h"] and "linear_full" not in evaluation["at"]["3"]["h"]
+    assert evaluation["eval"]["protocol"]["n_full"] == 60 and evaluation["eval"]["protocol"]["n_labelled"] == 30
 
 
-def test_a_rebuild_that_differs_from_the_checkpoint_is_one_line_naming_the_record(tiny_runs):
-    root, _, _, paths = tiny_runs
-    record = read_json(root / paths["simclr"])
-    with pytest.raises(ControlError) as error:
-        untrained_encoder({**record, "seed": 4}, paths["simclr"])
-    message = str(error.value)
-    assert message.startswith(paths["simclr"]) and "\n" not in message
-    assert "rebuilt untrained encoder differs from the training run's" in message
+def test_the_calibrated_control_is_shared_by_runs_of_one_initialisation(tiny_runs):
+    """simclr and moco_m099 at seed 3 share f (cnn3) but not g (MLP and linear heads): the same h
+    control, a different z control; and a second evaluation repeats every figure."""
+    root, data, config, paths, _ = tiny_runs
+    a = evaluate_run(paths["simclr"], config, data, root / "data", root)
+    b = evaluate_run(paths["moco_m099"], config, data, root / "data", root)
+    assert a["control"]["h"] == b["control"]["h"] and a["control"]["z"] != b["control"]["z"]
+    assert differences(a, evaluate_run(paths["simclr"], config, data, root / "data", root)) == []
 
 
-def test_the_control_record_holds_the_calibrated_metrics_and_the_rule(tiny_runs):
-    root, data, evaluate, paths = tiny_runs
-    config = ControlConfig(execution=EXECUTION, evaluate=evaluate,
-                           control=ControlParams(bn_batches=2, bn_batch_size=16))
-    control = control_run(paths["simclr"], config, data, root / "data", root)
-    uncalibrated = evaluate_run(paths["simclr"], EvaluateConfig(execution=EXECUTION, evaluate=evaluate), data,
-                                root / "data", root)["control"]
-    assert set(control) == {"condition", "seed", "calibrated", "uncalibrated_sha_match", "bn", "wall_s",
-                            "threads", "cpu"}
-    assert (control["condition"], control["seed"], control["uncalibrated_sha_match"]) == ("simclr", 3, True)
-    assert control["bn"]["images"] == 32 and "cumulative average" in control["bn"]["rule"]
-    assert set(control["calibrated"]) == set(uncalibrated)               # the same metrics as evaluate@'s control
-    assert control["calibrated"]["h"] != uncalibrated["h"]               # the statistics changed the features
-    assert differences(control, control_run(paths["simclr"], config, data, root / "data", root)) == []
+def stage(root, study="tiny"):
+    """experiments/evaluate.py run as the stage runs it, in `root`: (exit status, stderr)."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    result = subprocess.run([sys.executable, str(ROOT / "experiments/evaluate.py"), study], cwd=root, env=env,
+                            capture_output=True, text=True)
+    return result.returncode, result.stderr
+
+
+@pytest.fixture
+def stage_root(tiny_runs, tmp_path):
+    """A copy of the tiny study with the resolved files the evaluate stage reads."""
+    import shutil
+    root, data, config, paths, configs = tiny_runs
+    copy = tmp_path / "stage"
+    shutil.copytree(root, copy)
+    write_json(copy / "resolved/evaluate.json", config.model_dump())
+    write_json(copy / "resolved/workers.json", {"workers": 1})
+    write_json(copy / "resolved/pretrain/tiny.json", StudyConfig(
+        study="tiny", seeds=[3], execution=EXECUTION, data=RunData(image_size=32), conditions=configs).model_dump())
+    return copy
+
+
+def test_the_stage_writes_one_calibrated_record_per_run(stage_root, tiny_runs):
+    root, data, config, paths, _ = tiny_runs
+    assert stage(stage_root) == (0, "")
+    for condition, path in paths.items():
+        written = read_json(stage_root / f"results/evaluate/tiny/{condition}/seed_3.json")
+        assert written["bn"] == "calibrated" and written["rungs"] == [0, 2, 3]
+        assert differences(written, evaluate_run(path, config, data, root / "data", root)) == []
+
+
+def test_a_missing_checkpoint_stops_the_stage_with_one_line(stage_root):
+    (stage_root / "artifacts/pretrain/tiny/moco_m099/seed_3/step_0.pt").unlink()
+    status, err = stage(stage_root)
+    assert status == 1 and err.count("\n") == 1, err
+    assert "artifacts/pretrain/tiny/moco_m099/seed_3/step_0.pt: missing checkpoint" in err
+    assert "dvc repro -f pretrain@tiny" in err
+    assert not (stage_root / "results/evaluate").exists()
+
+
+def test_a_label_budget_the_data_cannot_meet_stops_the_stage_with_one_line(stage_root):
+    resolved = json.loads((stage_root / "resolved/evaluate.json").read_text())
+    resolved["evaluate"]["labels_per_class"] = 40                        # 60 images of 10 classes
+    (stage_root / "resolved/evaluate.json").write_text(json.dumps(resolved))
+    status, err = stage(stage_root)
+    assert status == 1 and err.count("\n") == 1, err
+    assert err.startswith("error: evaluate.labels_per_class: 40 labelled images of each class, but class ")

@@ -1,11 +1,13 @@
 """Judging claims from result files, one kind at a time, on files the test writes."""
 import json
 import math
+
+import numpy as np
 from pathlib import Path
 
 import pytest
 
-from replication import judging
+from replication import judging, stats
 from replication.measure import InputError
 from replication.registry import load_registry
 from replication.stats import ladder_trend
@@ -116,7 +118,7 @@ def evaluation_records(root, condition, gains, study="s", control=0.30):
 
 def probes(accuracy):
     """The same accuracy under every probe (the robustness panel reads the others)."""
-    return {"linear": accuracy, "knn": accuracy, "wknn": accuracy}
+    return {probe: accuracy for probe in ("linear", "knn", "knn_centred", "wknn", "linear_full")}
 
 
 def arm(condition):
@@ -260,6 +262,28 @@ def test_rank_correlation_with_an_interval(tmp_path):
     judged = judge(claim(kind="correlation", direction="less", margin=0.1, runs={"files": "runs/seed_*.json"},
                          x="eval.u", y="eval.acc"), tmp_path)
     assert judged["verdict"] == "reproduced"
+
+
+def test_two_figures_predict_jointly_only_when_each_does_given_the_other(tmp_path):
+    """acc = -(a + u) + noise, a and u independent: each has a negative partial correlation with
+    acc given the other. A figure that only copies a (c = a + tiny noise) adds nothing given a."""
+    rng = np.random.default_rng(0)
+    a, u = rng.normal(size=200), rng.normal(size=200)
+    acc = -(a + u) + 0.3 * rng.normal(size=200)
+    c = a + 0.01 * rng.normal(size=200)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i in range(200):
+        (folder / f"seed_{i}.json").write_text(json.dumps(
+            {"seed": i, "status": "ok", "eval": {"a": a[i], "u": u[i], "c": c[i], "acc": acc[i]}}))
+    joint = lambda x: judge(claim(kind="correlation", direction="less", margin=0.1,
+                                  runs={"files": "runs/seed_*.json"}, x=x, y="eval.acc"), tmp_path)
+    judged = joint(["eval.a", "eval.u"])
+    assert judged["verdict"] == "reproduced" and [c["given"] for c in judged["contrasts"]] == ["eval.u", "eval.a"]
+    assert all(c["rho"] < -0.5 for c in judged["contrasts"])
+    judged = joint(["eval.a", "eval.c"])           # c is a again: neither adds to the other
+    assert judged["verdict"] != "reproduced"
+    assert stats.rank_correlation([1, 2, 3, 4], [2, 4, 6, 9]) == pytest.approx(1.0)
 
 
 def test_amendments_are_carried_into_the_judged_claim(results):

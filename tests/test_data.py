@@ -1,4 +1,6 @@
 """Datasets: the documents' generator seed for seed, manifests, loaders and their errors."""
+import json
+
 import pytest
 import torch
 
@@ -6,7 +8,8 @@ from contrastive.augment import augment
 from contrastive.data import (SHAPES_CLASSES, DataError, _glyph_masks, build_dataset, load_cifar10,
                               load_imagefolder, make_shapes, make_shapes4)
 from helpers import data_params
-from replication.datasets import load_dataset, save_dataset
+from replication.config import SameClassShare
+from replication.datasets import GENERATED, load_dataset, same_class_share, save_dataset
 
 
 @pytest.fixture
@@ -74,12 +77,47 @@ def small_params():
 
 
 def test_manifest_records_shape_classes_counts_and_hash(tmp_path):
-    save_dataset(build_dataset("shapes", small_params()), "shapes", tmp_path)
-    import json
+    save_dataset(build_dataset("shapes", small_params()), "shapes", tmp_path, same_class=small_params().same_class)
     manifest = json.loads((tmp_path / "shapes.json").read_text())
     assert manifest["shape"]["train"] == [20, 3, 32, 32] and sum(manifest["counts"]["test"]) == 10
     assert manifest["classes"] == SHAPES_CLASSES and len(manifest["sha256"]) == 64
+    assert "superclass" not in manifest                    # only glyphs100 has superclasses
+    freq = torch.tensor(manifest["counts"]["train"], dtype=torch.float64) / 20
+    assert manifest["same_class_negatives"]["analytic"] == pytest.approx((freq**2).sum().item(), abs=1e-12)
     assert torch.equal(load_dataset("shapes", tmp_path)["x_train"], build_dataset("shapes", small_params())["x_train"])
+
+
+def test_same_class_share_counts_ordered_pairs_of_other_positions():
+    assert same_class_share(torch.tensor([0, 0, 1, 2])) == 2 / 12       # (0, 1) and (1, 0) of 4 x 3
+    assert same_class_share(torch.tensor([5, 5, 5])) == 1.0
+    assert same_class_share(torch.arange(7)) == 0.0
+
+
+def test_the_manifest_same_class_share_matches_its_closed_form(tmp_path):
+    """Constructed training labels with counts 600, 300, 100: two draws with replacement agree in
+    class with probability 0.6^2 + 0.3^2 + 0.1^2 = 0.46 (without replacement it would be 0.4595)."""
+    labels = torch.tensor([0] * 600 + [1] * 300 + [2] * 100)[torch.randperm(1000, generator=torch.Generator().manual_seed(0))]
+    dataset = {"x_train": torch.zeros(1000, 3, 2, 2), "y_train": labels, "x_test": torch.zeros(3, 3, 2, 2),
+               "y_test": torch.tensor([0, 1, 2]), "classes": ["a", "b", "c"]}
+    settings = SameClassShare(batch=64, batches=400, seed=1)
+    save_dataset(dataset, "constructed", tmp_path, same_class=settings)
+    share = json.loads((tmp_path / "constructed.json").read_text())["same_class_negatives"]
+    assert share["analytic"] == pytest.approx(0.46, abs=1e-12)
+    assert share["per_anchor"] == pytest.approx(63 * 0.46, abs=1e-12)
+    assert abs(share["measured"] - 0.46) < 4 * share["measured_se"] and 0 < share["measured_se"] < 0.003
+    save_dataset(dataset, "again", tmp_path, same_class=settings)                # the draws are seeded
+    assert json.loads((tmp_path / "again.json").read_text())["same_class_negatives"] == share
+
+
+def test_the_data_stage_builds_every_generated_dataset():
+    assert GENERATED[0] == "glyphs100"                                          # the study's default
+    tiny = data_params(shapes={"n_train": 10, "n_test": 10}, shapes4={"n_train": 10, "n_test": 10},
+                       glyphs100={"n_train": 10, "n_test": 10})
+    for name in GENERATED:
+        d = build_dataset(name, tiny)
+        assert d["x_train"].shape[1:] == (3, 32, 32) and int(d["y_train"].max()) < len(d["classes"])
+    with pytest.raises(DataError, match="imagefolder: not a generated dataset"):
+        build_dataset("imagefolder", tiny)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from replication.dvc_files import claim_metrics, write_dvc_files
-from tools.repro import plan
+from tools.repro import in_run_order, plan, registered_run_in_progress
 from tools.timing import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +80,10 @@ def test_make_repro_on_a_fresh_clone_offline_runs_nothing_and_says_so(clone):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "Running stage" not in output, re.findall(r"Running stage '[^']+'", output)
-    assert "The committed results are current" in output and "make repro-all" in output
+    if registered_run_in_progress(clone):    # between the registration and the run's last stage
+        assert "The registered run" in output and "make repro-stage STAGE=" in output, output[-3000:]
+    else:
+        assert "The committed results are current" in output and "make repro-all" in output
     assert seconds < 60, seconds
     assert run(["git", "status", "--porcelain"], clone).stdout == ""      # nothing rewritten
 
@@ -248,3 +251,18 @@ def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, t
     assert list(changed) == [f"{moved['id']}.effect"]
     shown = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD"], tree).stdout
     assert f"{moved['id']}.effect" in shown
+
+
+def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
+    """Registered rules with an analysis not yet judged under them: the run is in progress, and its
+    stages come in run order (each study's evaluation right after its pretraining)."""
+    assert registered_run_in_progress(tmp_path) is None                   # nothing registered
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "analysis/registration.json").write_text(json.dumps({"date": "2026-12-01"}))
+    (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": None}))
+    assert registered_run_in_progress(tmp_path) == "2026-12-01"
+    (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-01"}))
+    assert registered_run_in_progress(tmp_path) is None                   # the run is judged
+    assert in_run_order(["report", "evaluate@b", "analyze", "pretrain@b", "pretrain@a", "evaluate@a", "data"]) == [
+        "data", "pretrain@a", "evaluate@a", "pretrain@b", "evaluate@b", "analyze", "report"]

@@ -93,3 +93,132 @@ def test_mlp_probe_reads_a_label_the_linear_probe_cannot():
     linear = linear_probe_accuracy(h[:600], y[:600], h[600:], y[600:], steps=300, l2=0.0)
     mlp = mlp_probe_accuracy(h[:600], y[:600], h[600:], y[600:], steps=300, l2=0.0, hidden=32)
     assert linear < 0.7 and mlp > 0.9
+
+
+def test_centred_knn_lets_the_class_signal_choose_where_a_common_offset_decides_raw_neighbours():
+    """Four classes along +e1, +e2, -e1, -e2, every feature offset by 2 e3 (post-ReLU features share
+    such a direction). Classes 0 and 2 are labelled with a strong signal (2), classes 1 and 3 with a
+    faint one (0.5); the test images are faint images of classes 0 and 2. Raw cosine pairs a faint
+    image with a faint labelled one of another class (16/17 = 0.94 against 0.86); minus the labelled mean
+    (a multiple of e3, the classes being symmetric) the signal's direction decides."""
+    from contrastive.evaluate import centred_knn_accuracy
+    offset = torch.tensor([0.0, 0.0, 2.0])
+    h_train = F.normalize(torch.tensor([[2.0, 0, 0], [0, 0.5, 0], [-2.0, 0, 0], [0, -0.5, 0]]) + offset, dim=1)
+    y_train = torch.tensor([0, 1, 2, 3])
+    h_test = F.normalize(torch.tensor([[0.5, 0, 0], [-0.5, 0, 0]]) + offset, dim=1)
+    y_test = torch.tensor([0, 2])
+    strong = 4.25 ** 0.5 * 8 ** 0.5                                      # |test| |strong labelled|
+    assert (h_test @ h_train.T)[0].tolist() == pytest.approx([5 / strong, 16 / 17, 3 / strong, 16 / 17])
+    assert knn_accuracy(h_train, y_train, h_test, y_test, k=1) == 0.0
+    assert centred_knn_accuracy(h_train, y_train, h_test, y_test, k=1) == 1.0
+    # without the offset the two agree: centring changes nothing that the classes' directions decide
+    plain = F.normalize(torch.tensor([[2.0, 0, 0], [0, 0.5, 0], [-2.0, 0, 0], [0, -0.5, 0]]), dim=1)
+    plain_test = F.normalize(torch.tensor([[0.5, 0, 0], [-0.5, 0, 0]]), dim=1)
+    assert knn_accuracy(plain, y_train, plain_test, y_test, k=1) == 1.0
+    assert centred_knn_accuracy(plain, y_train, plain_test, y_test, k=1) == 1.0
+    # cosine after centring: a long centred vector does not outvote a short one closer in angle
+    # (labelled mean 0; the test point is 6 degrees from class 1's, 39 from class 0's)
+    spread = torch.tensor([[3.0, 3.0], [1.0, 0.0], [-3.0, -3.0], [-1.0, 0.0]])
+    assert centred_knn_accuracy(spread, y_train, torch.tensor([[1.0, 0.1]]), torch.tensor([1]), k=1) == 1.0
+
+
+def test_the_balanced_draw_has_exactly_k_of_each_class_seeded():
+    from contrastive.data import DataError
+    from contrastive.evaluate import balanced_subset
+    y = torch.cat([torch.full((n,), c) for c, n in enumerate([5, 10, 30, 7])])[torch.randperm(52)]
+    draw = lambda k, seed: balanced_subset(y, k, torch.Generator().manual_seed(seed))
+    index = draw(4, 0)
+    assert torch.bincount(y[index]).tolist() == [4, 4, 4, 4]
+    assert len(set(index.tolist())) == 16 and index.tolist() == sorted(index.tolist())
+    assert torch.equal(index, draw(4, 0)) and not torch.equal(index, draw(4, 1))
+    assert torch.bincount(y[draw(5, 0)]).tolist() == [5, 5, 5, 5]               # all of the smallest class
+    with pytest.raises(DataError, match=r"^evaluate.labels_per_class: 6 labelled images of each class, but class 0 "
+                                        r"has 5 training images"):
+        draw(6, 0)
+
+
+def test_the_labelled_set_is_the_balanced_draw_or_the_first_n_labelled():
+    from types import SimpleNamespace
+    from contrastive.evaluate import labelled_set
+    x, y = torch.arange(40.0)[:, None], torch.arange(40) % 4
+    p = SimpleNamespace(labels_per_class=None, n_labelled=6, knn_k=5)
+    assert torch.equal(labelled_set(x, y, p)[0], x[:6])
+    balanced = labelled_set(x, y, SimpleNamespace(labels_per_class=3, n_labelled=6, knn_k=5))
+    assert torch.bincount(balanced[1]).tolist() == [3, 3, 3, 3]
+    assert torch.equal(balanced[1], y[balanced[0][:, 0].long()])            # images and labels stay paired
+
+
+def test_the_colour_probe_reads_grayness_from_a_feature_that_encodes_it_and_not_from_brightness():
+    """Half of each set turned grayscale (the channel mean). Per-image channel variance is 0 exactly
+    for a gray image: probed, ~100%. Mean brightness is the same before and after grayscale: ~50%."""
+    from contrastive.evaluate import colour_probe_accuracy, greyed, greyscale
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(1000, 3, 4, 4, generator=gen)
+    assert torch.allclose(greyscale(x).mean((1, 2, 3)), x.mean((1, 2, 3)))
+
+    def colourfulness(images):
+        return torch.stack([images.var(1).mean((1, 2)), torch.ones(len(images))], 1)
+
+    def brightness(images):
+        return torch.stack([images.mean((1, 2, 3)), torch.ones(len(images))], 1)
+
+    _, grey_train, _, grey_test = greyed(brightness, x[:400], x[400:], torch.Generator().manual_seed(1))
+    assert (grey_train.sum().item(), grey_test.sum().item()) == (200, 300)     # exactly half of each set
+    settings = dict(standardize=True)
+    assert colour_probe_accuracy(colourfulness, x[:400], x[400:], torch.Generator().manual_seed(1), **settings) == 1.0
+    chance = colour_probe_accuracy(brightness, x[:400], x[400:], torch.Generator().manual_seed(1), **settings)
+    assert 0.4 < chance < 0.6
+
+
+def test_the_uncalibrated_probes_use_the_labelled_and_test_sets_of_every_probe():
+    """linear_probes gives evaluate_representation's linear probe on h and z, and the balanced
+    labelled set has labels_per_class of each class; the transformation and full-label probes only
+    at the budget checkpoint, on the first n_views test images."""
+    from types import SimpleNamespace
+    from contrastive.evaluate import evaluate_representation, linear_probes
+    torch.manual_seed(0)
+    f = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 8), torch.nn.ReLU())
+    g = torch.nn.Linear(8, 4)
+    gen = torch.Generator().manual_seed(0)
+    y_train, y_test = torch.arange(120) % 3, torch.arange(60) % 3
+    data = {"x_train": torch.rand(120, 3, 2, 2, generator=gen) + y_train[:, None, None, None] * 0.3,
+            "y_train": y_train, "x_test": torch.rand(60, 3, 2, 2, generator=gen) + y_test[:, None, None, None] * 0.3,
+            "y_test": y_test}
+    p = SimpleNamespace(labels_per_class=10, n_labelled=100, n_test=50, n_views=40, probe_steps=30, probe_lr=0.05,
+                        probe_l2=1e-3, probe_standardize=True, knn_k=5, wknn_k=20, wknn_t=0.1)
+    views = lambda x, gen: x + 0.01 * torch.randn(x.shape, generator=gen)
+    every = evaluate_representation(f, g, data, p, 0, views)
+    alone = linear_probes(f, g, data, p)
+    assert alone == {"h": {"linear": every["h"]["linear"]}, "z": {"linear": every["z"]["linear"]}}
+    assert every["protocol"]["n_labelled"] == 30 and every["protocol"]["n_test"] == 50
+    assert every["protocol"]["n_views"] == 40
+    assert "knn_centred" in every["h"] and not {"colour", "rotation", "linear_full"} & set(every["h"])
+    budget = evaluate_representation(f, g, data, p, 0, views, budget=True)
+    assert 0 <= budget["z"]["linear_full"] <= 1 and budget["protocol"]["n_full"] == 120
+    assert {"colour", "rotation", "rotation_mlp"} <= set(budget["h"])
+    assert {k: v for k, v in budget["h"].items() if k in every["h"]} == every["h"]
+
+
+@pytest.mark.parametrize("value,named", [(0, "greater than or equal to 1"), (2.0, "valid integer"),
+                                         ("20", "valid integer")])
+def test_the_label_budget_is_checked_strictly_naming_its_key(value, named):
+    import yaml
+    from helpers import ROOT
+    from replication.config import ParamsError, parse_params
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["evaluate"]["labels_per_class"] = value
+    with pytest.raises(ParamsError, match=rf"^params.yaml: evaluate.labels_per_class: .*{named}"):
+        parse_params(raw)
+
+
+def test_the_neighbours_are_checked_against_n_labelled_only_when_it_draws_the_labelled_set():
+    import yaml
+    from helpers import ROOT
+    from replication.config import ParamsError, parse_params
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["evaluate"].update(n_labelled=100, wknn_k=200)
+    raw["profiles"] = {"default": {}}                                  # the others set labels_per_class too
+    assert parse_params(raw).evaluate.labels_per_class == 20          # the balanced draw: n_labelled unused
+    raw["evaluate"]["labels_per_class"] = None
+    with pytest.raises(ParamsError, match=r"evaluate: wknn_k \(200\) must not exceed n_labelled \(100\)"):
+        parse_params(raw)

@@ -4,6 +4,7 @@ line naming the file or key, a non-zero exit, and resolved/ and results/ exactly
 The params cases run the resolve stage's main() in-process (fast), in a folder holding a copy of the
 committed resolved/ and a results/ file; the evaluate cases run the stage's script on copies of
 committed training records."""
+import json
 import runpy
 import shutil
 import subprocess
@@ -133,16 +134,25 @@ def test_a_study_name_given_to_a_stage_is_checked_before_it_becomes_a_path(tmp_p
         assert "'../../etc/x' may hold only" in result.stderr
 
 
+DATASET = json.loads((ROOT / "resolved" / "pretrain" / "head.json").read_text())["conditions"][
+    "simclr_head_none"]["dataset"]
+
+
 @pytest.fixture
 def study_copy(tmp_path):
-    """The committed configuration and training records of the `head` study, with a dataset whose
-    bytes do not match its manifest (the real dataset is not in a clone without DVC's cache)."""
+    """The committed configuration and training records of the `head` study (each record's config
+    the resolved one, as a run of this code writes it), with a dataset whose bytes do not match its
+    manifest (the real dataset is not in a clone without DVC's cache)."""
     shutil.copytree(ROOT / "resolved", tmp_path / "resolved")
     (tmp_path / "resolved" / "workers.json").write_text('{"workers": 1}')     # no worker processes to start
     shutil.copytree(ROOT / "results" / "pretrain" / "head", tmp_path / "results" / "pretrain" / "head")
+    conditions = json.loads((ROOT / "resolved" / "pretrain" / "head.json").read_text())["conditions"]
+    for path in (tmp_path / "results" / "pretrain" / "head").glob("*/seed_*.json"):
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({**record, "config": conditions[record["condition"]]}))
     (tmp_path / "data").mkdir()
-    shutil.copy(ROOT / "data" / "shapes.json", tmp_path / "data")
-    (tmp_path / "data" / "shapes.pt").write_bytes(b"not the dataset")
+    (tmp_path / "data" / f"{DATASET}.json").write_text(json.dumps({"sha256": "0" * 64}))
+    (tmp_path / "data" / f"{DATASET}.pt").write_bytes(b"not the dataset")
     return tmp_path
 
 
@@ -151,14 +161,20 @@ def evaluate_head(cwd):
                           capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("case", ["truncated training record", "dataset not matching its sha256"])
+@pytest.mark.parametrize("case", ["truncated training record", "record of an older run",
+                                  "dataset not matching its sha256"])
 def test_bad_files_stop_evaluate_with_one_line_and_touch_nothing(study_copy, case):
     record = study_copy / "results/pretrain/head/simclr_head_none/seed_2.json"
     if case == "truncated training record":
         record.write_text(record.read_text()[:500])
         named = ["results/pretrain/head/simclr_head_none/seed_2.json", "dvc repro -f pretrain@head"]
+    elif case == "record of an older run":        # a config without a knob this code has
+        old = json.loads(record.read_text())
+        del old["config"]["crop_min_side"]
+        record.write_text(json.dumps(old))
+        named = ["results/pretrain/head/simclr_head_none/seed_2.json", "older run", "dvc repro -f pretrain@head"]
     else:
-        named = ["data/shapes.pt", "sha256", "dvc repro -f data"]
+        named = [f"data/{DATASET}.pt", "sha256", "dvc repro -f data"]
     before = snapshot(study_copy)
     result = evaluate_head(study_copy)
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr[-2000:]

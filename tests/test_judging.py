@@ -8,40 +8,39 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from replication import decisions, judging
+from replication import decisions, judging, robustness
 from replication.registry import load_registry
 
 from test_claims import REGISTRY, RULES, claim, judge
 
 
-def records(root, condition, by_rung, control=0.30, batch=128, embeddings=("h",), calibrated=None):
+def records(root, condition, by_rung, control=0.30, batch=128, embeddings=("h",), calibrated=None,
+            method="simclr"):
     """Training and evaluation records of one condition over seeds: by_rung {step: {probe: [per seed]}}
     (a list alone is the linear probe); the control scores `control` under every probe. With
-    `calibrated`, a control-stage record too."""
+    `calibrated`, the records are evaluated with BatchNorm calibrated: the control scores
+    `calibrated`, and `control` is its uncalibrated linear probe."""
     steps = sorted(by_rung)
     by_rung = {t: v if isinstance(v, dict) else {"linear": v} for t, v in by_rung.items()}
     n = len(next(iter(by_rung[steps[0]].values())))
     for seed in range(n):
         def metrics(t):
             probes = {p: v[seed] for p, v in by_rung[t].items()}
-            return {e: {"linear": probes["linear"], "knn": probes.get("knn", probes["linear"]),
-                        "wknn": probes.get("wknn", probes["linear"])} for e in embeddings}
-        control_metrics = {e: {"linear": control, "knn": control, "wknn": control} for e in embeddings}
+            return {e: {probe: probes.get(probe, probes["linear"]) for probe in robustness.PROBES} for e in embeddings}
+        acc0 = control if calibrated is None else calibrated
+        control_metrics = {e: {probe: acc0 for probe in robustness.PROBES} for e in embeddings}
         at = {"0": control_metrics, **{str(t): metrics(t) for t in steps}}
         evaluation = {"condition": condition, "seed": seed, "status": "ok", "reason": None, "rungs": [0, *steps],
                       "control": control_metrics, "eval": at[str(steps[0])], "at": at}
+        if calibrated is not None:
+            evaluation.update(bn="calibrated", control_uncalibrated={e: {"linear": control} for e in embeddings})
         training = {"condition": condition, "seed": seed, "status": "ok", "loss": 1.0,
-                    "config": {"steps": steps[0], "batch": batch, "ladder": steps[1:]},
+                    "config": {"steps": steps[0], "batch": batch, "ladder": steps[1:], "method": method},
                     "rung_loss": {str(t): 1.0 for t in [0, *steps]}}
         for stage, record in (("evaluate", evaluation), ("pretrain", training)):
             path = root / "results" / stage / "s" / condition / f"seed_{seed}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(record))
-        if calibrated is not None:
-            path = root / "results" / "control" / "s" / condition / f"seed_{seed}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"condition": condition, "seed": seed,
-                                        "calibrated": {e: {"linear": calibrated} for e in embeddings}}))
 
 
 def arm(condition, key="eval.h.linear"):
@@ -165,13 +164,14 @@ def test_a_z_arm_is_gated_on_z(tmp_path):
 # ---------------------------------------------------------------- robustness and convergence
 
 def test_a_probe_that_flips_the_sign_is_named(tmp_path):
-    """The linear probe puts a 10 points above b; kNN puts it 10 points below."""
-    records(tmp_path, "a", {300: {"linear": up(BASE, 0.1), "knn": BASE}})
-    records(tmp_path, "b", {300: {"linear": BASE, "knn": up(BASE, 0.1)}})
+    """The linear probe puts a 10 points above b; kNN on centred features puts it 10 points below."""
+    records(tmp_path, "a", {300: {"linear": up(BASE, 0.1), "knn_centred": BASE}})
+    records(tmp_path, "b", {300: {"linear": BASE, "knn_centred": up(BASE, 0.1)}})
     judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
     assert judged["verdict"] == "reproduced"
     by_choice = {(x["dimension"], x["choice"]): x["verdict"] for x in judged["robustness"]["alternatives"]}
-    assert by_choice[("probe", "knn")] == "contradicted" and by_choice[("probe", "wknn")] == "reproduced"
+    assert by_choice[("probe", "knn_centred")] == "contradicted" and by_choice[("probe", "wknn")] == "reproduced"
+    assert by_choice[("probe", "linear_full")] == "reproduced"          # read at the budget
     assert judged["robustness"]["label"] == "depends on: probe" and "depends on: probe" in judged["labels"]
 
 
@@ -192,9 +192,61 @@ def test_rung_and_equal_images_alternatives_of_a_ladder_claim(tmp_path):
     assert judged["primary"]["rung"] == 2400 and judged["verdict"] == "reproduced"
     alternatives = {x["dimension"]: x for x in judged["robustness"]["alternatives"] if x["dimension"] != "probe"}
     assert alternatives["rung"]["choice"] == 1200 and alternatives["rung"]["verdict"] == "reproduced"
-    assert alternatives["basis"]["choice"] == "equal images: a at 2400, b at 4800 steps"
+    assert alternatives["basis"]["choice"] == "equal images: a at 2,400, b at 4,800 steps"
     assert alternatives["basis"]["verdict"] == "no meaningful effect"
     assert judged["robustness"]["label"] == "depends on: basis"
+
+
+def test_a_registered_basis_judges_at_the_matched_rungs_and_keeps_equal_steps_as_an_alternative(tmp_path):
+    """a: two views of 128 images per step (256 encoder passes); b: a memory bank, one view of 64
+    (64 passes). On equal encoder passes a at 1,200 steps meets b at 4,800, where b has caught up;
+    at equal steps (2,400 each) a still leads."""
+    records(tmp_path, "a", {300: up(BASE, 0.05), 1200: up(BASE, 0.10), 2400: up(BASE, 0.11)}, batch=128)
+    records(tmp_path, "b", {300: BASE, 1200: up(BASE, 0.04), 2400: up(BASE, 0.05), 4800: up(BASE, 0.10)},
+            batch=64, method="memory_bank")
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True, basis="equal encoder passes",
+                         arms={"a": ladder("a"), "b": ladder("b")}), tmp_path)
+    assert judged["primary"]["rung"] == {"a": 1200, "b": 4800} and judged["verdict"] == "no meaningful effect"
+    assert [r["arm_steps"] for r in judged["ladder"]] == [{"a": 300, "b": 1200}, {"a": 1200, "b": 4800}]
+    by_choice = {x["choice"]: x["verdict"] for x in judged["robustness"]["alternatives"] if x["dimension"] == "basis"}
+    assert by_choice == {"equal steps: a at 2,400, b at 2,400 steps": "reproduced",
+                         "equal images: a at 2,400, b at 4,800 steps": "no meaningful effect"}
+    assert judged["robustness"]["label"] == "depends on: basis"
+    assert set(judged["convergence"]["arms"]) == {"a", "b"}
+    assert judged["convergence"]["arms"]["b"]["to_step"] == 4800
+
+
+def test_a_basis_whose_rungs_never_pair_up_stops_the_analysis(tmp_path):
+    records(tmp_path, "a", {300: BASE, 1200: BASE}, batch=128)
+    records(tmp_path, "b", {300: BASE, 1200: BASE}, batch=96)
+    with pytest.raises(judging.InputError, match="spend the same on 'equal images'"):
+        judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True, basis="equal images",
+                    arms={"a": ladder("a"), "b": ladder("b")}), tmp_path)
+
+
+@pytest.mark.parametrize("shift, verdict", [(0.0, "reproduced"), (0.08, "contradicted"), (-0.08, "contradicted")])
+def test_a_claim_of_no_effect_is_reproduced_inside_the_margin_and_contradicted_beyond_it(tmp_path, shift, verdict):
+    records(tmp_path, "a", {300: up(BASE, 0.2 + shift)})
+    records(tmp_path, "b", {300: up(BASE, 0.2)})
+    judged = judge(claim(kind="paired", a="a", b="b", direction="equal", margin=0.02,
+                         arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["verdict"] == verdict
+
+
+@pytest.mark.parametrize("scale", [1, 100])
+def test_a_rung_named_by_its_index_reads_the_same_rung_at_any_step_scale(tmp_path, scale):
+    """'at.{rung:1}' is a run's second trained rung, whatever a profile scales the steps by: the
+    gain of a over b at their first rungs minus the gain at their second."""
+    records(tmp_path, "a", {4 // scale or 1: up(BASE, 0.10), 16 // scale or 2: up(BASE, 0.12)})
+    records(tmp_path, "b", {4 // scale or 1: BASE, 16 // scale or 2: up(BASE, 0.09)})
+    rung = lambda c, k: arm(c, f"at.{{rung:{k}}}.h.linear")
+    judged = judge(claim(kind="paired", a="short", b="long", margin=0.02, reference=["short", "long"],
+                         arms={"short": {"minus": [rung("a", 0), rung("b", 0)]},
+                               "long": {"minus": [rung("a", 1), rung("b", 1)]}}), tmp_path)
+    assert judged["verdict"] == "reproduced"
+    assert judged["contrast"]["diff_mean"] == pytest.approx(0.10 - 0.03)
+    assert all(gate["step"] == f"rung:{k}" for k, name in enumerate(("short", "long"))
+               for gate in judged["arms"][name]["control"].values())
 
 
 def test_an_arm_still_moving_at_the_judged_rung_is_not_converged(tmp_path):

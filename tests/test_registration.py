@@ -2,6 +2,8 @@
 import json
 import shutil
 
+import yaml
+
 from replication.registration import REGISTERED_CODE, register
 from replication.registry import load_registry
 
@@ -69,12 +71,11 @@ def test_an_unreadable_record_stops_the_analysis(tmp_path, monkeypatch, capsys):
     assert status == 2 and "analysis/registration.json: unreadable" in err
 
 
-def test_registering_makes_the_analysis_depend_on_the_record(tmp_path):
+def test_registering_makes_the_analysis_and_report_depend_on_the_record(tmp_path):
     from replication.registration import add_to_analysis_deps
     dvc_yaml = tmp_path / "dvc.yaml"
-    shutil.copy(ROOT / "dvc.yaml", dvc_yaml)
-    assert "analysis/registration.json" not in dvc_yaml.read_text()       # not registered yet
+    dvc_yaml.write_text((ROOT / "dvc.yaml").read_text().replace("      - analysis/registration.json\n", ""))
     assert add_to_analysis_deps(dvc_yaml) and not add_to_analysis_deps(dvc_yaml)
-    text = dvc_yaml.read_text()
-    assert text.count("      - analysis/registration.json\n") == 1
-    assert "      - analysis/claims.yaml\n      - analysis/registration.json\n" in text
+    stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
+    with_record = [name for name, stage in stages.items() if "analysis/registration.json" in stage.get("deps", [])]
+    assert sorted(with_record) == ["analyze", "report"]

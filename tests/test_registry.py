@@ -63,14 +63,12 @@ def write_world(root, registry=None):
                     ("pretrain", {"condition": name, "seed": seed, "status": "ok", "loss": 1.0,
                                   "config": {"steps": 300, "batch": 8}, "rung_loss": {"0": None, "300": 1.0}}),
                     ("evaluate", {"condition": name, "seed": seed, "status": "ok", "rungs": [0, 300],
-                                  "control": metrics(0.3), "eval": metrics(level + seed / 100),
-                                  "at": {"0": metrics(0.3), "300": metrics(level + seed / 100)}})):
+                                  "control": metrics(0.35), "eval": metrics(level + seed / 100),
+                                  "at": {"0": metrics(0.35), "300": metrics(level + seed / 100)},
+                                  "bn": "calibrated", "control_uncalibrated": metrics(0.3)})):
                 path = root / "results" / stage / "s" / name / f"seed_{seed}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(record))
-            path = root / "results" / "control" / "s" / name / f"seed_{seed}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"condition": name, "seed": seed, "calibrated": metrics(0.35)}))
 
 
 def run_analyze(root, monkeypatch, capsys):
@@ -179,8 +177,8 @@ RESULT_FAULTS = [
     ("partial record: no eval", "evaluate", _drop("eval"), "partial record, no field 'eval'"),
     ("partial record: a rung missing", "evaluate", _drop_rung, "no evaluation at step 300"),
     ("partial training record", "pretrain", _drop("rung_loss"), "partial record, no field 'rung_loss'"),
-    ("control record deleted", "control", _delete, "missing; rewrite it with `dvc repro -f control@s`"),
-    ("partial control record", "control", _drop("calibrated"), "partial record, no field 'calibrated'"),
+    ("no uncalibrated control", "evaluate", _drop("control_uncalibrated"),
+     "partial record, no field 'control_uncalibrated'"),
 ]
 
 

@@ -157,6 +157,49 @@ def test_sample_rows_are_one_per_family_or_one_image_per_class():
     plt.close(figures.sample_grid(images, by_family))
 
 
+def test_glyphs100_samples_show_a_row_per_family_and_an_image_per_class():
+    from contrastive.glyphs import ACCENTS, CLASSES, SUPERCLASS, SUPERCLASSES
+    labels = np.tile(np.arange(len(CLASSES)), 2)
+    dataset = {"y_train": labels, "classes": CLASSES, "superclass": SUPERCLASS, "superclasses": SUPERCLASSES}
+    rows = figures.sample_rows(labels, CLASSES, figures.families_of(dataset))
+    assert [family for family, _ in rows] == SUPERCLASSES
+    for f, (_, row) in enumerate(rows):
+        assert [SUPERCLASS[labels[i]] for i, _ in row] == [f] * len(ACCENTS)       # every image of its family
+        assert sorted(labels[i] for i, _ in row) == list(range(f * len(ACCENTS), (f + 1) * len(ACCENTS)))
+        assert [name for _, name in row] == list(ACCENTS)                           # named by the accent
+    assert figures.families_of({"classes": ["a"]}) is None
+
+
+def test_the_views_are_drawn_with_every_augmentation_knob_of_the_run():
+    import torch
+
+    from contrastive.augment import augment
+    from helpers import run_config
+    cfg = run_config(blur=True, colour_strength=0.5, crop_min_side=0.9).model_dump()
+    options = figures.augment_options(cfg)
+    assert options == {"blur": True, "colour": True, "colour_strength": 0.5, "crop_min_side": 0.9}
+    images = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+    views = figures.augmented_views(images.numpy(), options, n_views=3, seed=7)
+    expected = augment(images.repeat_interleave(3, 0), torch.Generator().manual_seed(7), blur=True, colour=True,
+                       colour_strength=0.5, crop_min_side=0.9).reshape(2, 3, 3, 8, 8)
+    assert views.shape == (2, 3, 3, 8, 8) and np.array_equal(views, expected.numpy())
+    default = figures.augmented_views(images.numpy(), figures.augment_options(run_config().model_dump()), 3, seed=7)
+    assert not np.array_equal(views, default)
+
+
+def test_the_seed_plot_draws_the_same_jitter_whatever_numpys_global_state():
+    df = pd.DataFrame({"arm": ["a"] * 5 + ["b"] * 5, "acc": np.linspace(0.5, 0.9, 10)})
+    drawn = []
+    for seed in (1, 2):
+        np.random.seed(seed)
+        state = np.random.get_state()[1].copy()
+        fig, ax = plt.subplots()
+        figures.seed_plot(ax, df, x="arm", y="acc")
+        drawn.append(figures.svg_markup(fig, "seeds", key="f"))
+        assert np.array_equal(np.random.get_state()[1], state)          # the global generator is left as it was
+    assert drawn[0] == drawn[1]
+
+
 def test_ids_outside_the_safe_alphabet_become_a_digest():
     assert rc.slug("moco-m0-fails_short") == "moco-m0-fails_short"
     assert re.fullmatch(r"id-[0-9a-f]{12}", rc.slug("x' onmouseover='1"))

@@ -2,10 +2,12 @@
 temporary copy whose claims.json has a payload (a <script> tag, an onerror= attribute, and a quote
 that breaks out of an attribute) appended to every string, arm names included, and whose results and
 resolved configuration carry it in the strings the page prints (CPU, failure reasons, condition
-labels, profile). The page must then hold no script, no event-handler attribute and no injected
-element; claims.md no raw tag."""
+labels, profile), as do every string of the setup table (analysis/deviations.yaml), a registration
+record and the stage times. The page must then hold no script, no event-handler attribute and no
+injected element; claims.md no raw tag."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,11 +15,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(2)>'\"><b onmouseover=alert(3) x='"
-INPUTS = ["analysis/report.py", "analysis/cifar10_reference.yaml", "experiments/render_report.py", "resolved",
-          "results", "reports/claims.json", "reports/stage_times.json"]
+INPUTS = ["analysis/report.py", "analysis/cifar10_reference.yaml", "analysis/deviations.yaml",
+          "experiments/render_report.py", "resolved", "results", "reports/claims.json", "reports/summary.json",
+          "reports/stage_times.json"]
 
 
 def poison(value, keys=False):
@@ -50,8 +54,8 @@ def poison_fields(path, fields):
     path.write_text(json.dumps(walk(json.loads(path.read_text()))))
 
 
-def poisoned_copy(folder):
-    """The report stage's inputs in `folder`, poisoned; the datasets linked, not copied."""
+def report_inputs(folder):
+    """The report stage's inputs in `folder`; the datasets linked, not copied."""
     for name in INPUTS:
         source, target = ROOT / name, folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -59,8 +63,50 @@ def poisoned_copy(folder):
     (folder / "data").mkdir()
     for path in (ROOT / "data").glob("*.*"):
         (folder / "data" / path.name).symlink_to(path)
+    stub_new_claims(folder / "reports" / "claims.json")
+
+
+def stub_new_claims(path):
+    """Each registered claim that the committed claims.json does not judge yet (while a registered run
+    is under way it is the previous run's) gets a stub there, a copy of a judged claim under its id,
+    so that the setup table's claim ids resolve as they will once the run is judged."""
+    claims = json.loads(path.read_text())
+    judged = {c["id"] for c in claims}
+    registered = [c["id"] for c in yaml.safe_load((ROOT / "analysis" / "claims.yaml").read_text())["claims"]]
+    template = next(c for c in claims if c.get("kind") == "paired")
+    path.write_text(json.dumps(claims + [{**template, "id": cid} for cid in registered if cid not in judged]))
+
+
+def poison_deviations(path):
+    """Every string of the setup table poisoned: the claim ids as claims.json's are; `ours` with the
+    payload's numbers spelt out (a typed number is refused there)."""
+    raw = yaml.safe_load(path.read_text())
+    for entry in raw["deviations"]:
+        entry.update({key: value + PAYLOAD for key, value in entry.items() if key not in ("ours", "claims")})
+        entry["ours"] += re.sub(r"\d", "x", PAYLOAD)
+        if isinstance(entry["claims"], list):
+            entry["claims"] = [poison(c) for c in entry["claims"]]
+    path.write_text(yaml.safe_dump(raw))
+
+
+def poisoned_copy(folder):
+    """The report stage's inputs in `folder`, poisoned, with a registration record under which the
+    poisoned claims were judged, one of them amended after it."""
+    report_inputs(folder)
     claims = folder / "reports" / "claims.json"
-    claims.write_text(json.dumps([poison_claim(c) for c in json.loads(claims.read_text())]))
+    poisoned = [poison_claim(c) for c in json.loads(claims.read_text())]
+    poisoned[0].update(frozen_verdict="reproduced", amended=[{"date": "2026-12-03" + PAYLOAD, "what": PAYLOAD,
+                                                              "why": PAYLOAD, "post_registration": True}])
+    claims.write_text(json.dumps(poisoned))
+    record = {"date": "2026-12-02" + PAYLOAD, "sha256": {"params.yaml" + PAYLOAD: "a1" + PAYLOAD},
+              "rules_sha256": PAYLOAD, "rules": {}, "claims": {}}
+    (folder / "analysis" / "registration.json").write_text(json.dumps(record))
+    summary = folder / "reports" / "summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "registered_on": record["date"]}))
+    stage_times = folder / "reports" / "stage_times.json"
+    stage_times.write_text(json.dumps({name: {**r, "cpu": r["cpu"] + PAYLOAD, "precision": PAYLOAD}
+                                       for name, r in json.loads(stage_times.read_text()).items()}))
+    poison_deviations(folder / "analysis" / "deviations.yaml")
     for path in (folder / "results").rglob("*.json"):
         poison_fields(path, {"cpu", "reason", "condition"} if "determinism" in path.name else {"cpu", "reason"})
     poison_fields(folder / "resolved" / "conditions.json", {"label"})
@@ -107,6 +153,9 @@ def test_the_payload_reaches_the_page_only_as_text(poisoned):
     page = (poisoned / "reports" / "report.html").read_text()
     assert live_markup(page) == []
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page        # it is there, escaped: the test reached it
+    for reached in ("Rules registered on 2026-12-02&lt;script&gt;", "<code>params.yaml&lt;script&gt;",
+                    "&lt;script&gt;alert(x)&lt;/script&gt;"):    # the registration, and `ours` of the setup table
+        assert reached in page
 
 
 def test_claims_md_holds_no_raw_tag(poisoned):

@@ -86,16 +86,22 @@ def tiny_study(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("data")
     data = data_params(shapes={"n_train": 60, "n_test": 40})
     save_dataset(build_dataset("shapes", data), "shapes", data_dir)
-    evaluate = PARAMS.evaluate.model_copy(update={"n_labelled": 40, "n_test": 40, "probe_steps": 20, "wknn_k": 10})
+    evaluate = PARAMS.evaluate.model_copy(update={"n_labelled": 40, "n_test": 40, "probe_steps": 20, "wknn_k": 10,
+                                                  "labels_per_class": None})
     return data, evaluate, data_dir
 
 
 EXECUTION = Execution(threads=1, device="cpu", amp=False)
 
 
+def on_shapes(condition, **update):
+    """A condition's configuration, on the tiny shapes set of `tiny_study`, with some fields changed."""
+    return PARAMS.pretrain.run_config(condition).model_copy(update={"dataset": "shapes", **update})
+
+
 def train_and_evaluate(condition, tiny_study, seed=1):
     data, evaluate, data_dir = tiny_study
-    cfg = PARAMS.pretrain.run_config(condition).model_copy(update={"steps": 6, "batch": 16, "queue": 32, "ladder": []})
+    cfg = on_shapes(condition, steps=6, batch=16, queue=32, ladder=[])
     record, states = train_run(seed, condition, cfg, EXECUTION, data, data_dir)
     method = method_from_state(cfg, states[cfg.steps], record["n_data"], record["n_classes"])
     dataset = torch.load(data_dir / "shapes.pt", weights_only=True)
@@ -163,7 +169,7 @@ def test_a_snapshot_on_the_way_equals_a_run_that_stops_there(tiny_study):
 
     def run(steps, at):
         from contrastive.methods import build_method
-        cfg = PARAMS.pretrain.run_config("simclr").model_copy(update={"steps": steps, "batch": 16})
+        cfg = on_shapes("simclr", steps=steps, batch=16)
         torch.manual_seed(2)
         method = build_method(cfg, len(dataset["x_train"]), len(dataset["classes"]))
         states = {}
@@ -184,7 +190,7 @@ def test_the_300_step_rung_of_a_ladder_run_is_the_300_step_run(tiny_study):
     probe of it (evaluation draws from its own generators)."""
     data, evaluate, data_dir = tiny_study
     dataset = torch.load(data_dir / "shapes.pt", weights_only=True)
-    plain = PARAMS.pretrain.run_config("simclr").model_copy(update={"batch": 8, "ladder": []})
+    plain = on_shapes("simclr", batch=8, ladder=[])
     ladder = plain.model_copy(update={"ladder": [310]})
     assert plain.steps == 300 and ladder.rungs == [0, 300, 310]
     record_plain, states_plain = train_run(0, "simclr", plain, EXECUTION, data, data_dir)
@@ -199,7 +205,7 @@ def test_the_300_step_rung_of_a_ladder_run_is_the_300_step_run(tiny_study):
 
 def test_sigmoid_loss_learns_its_temperature_and_bias_and_records_them(tiny_study):
     data, _, data_dir = tiny_study
-    cfg = PARAMS.pretrain.run_config("siglip_b32_s400").model_copy(update={"steps": 20, "batch": 16})
+    cfg = on_shapes("siglip_b32_s400", steps=20, batch=16)
     record, _ = train_run(0, "siglip_b32_s400", cfg, EXECUTION, data, data_dir)
     learned = record["learned_scalars"]
     assert set(learned) == {"criterion.log_t", "criterion.b"}

@@ -1,65 +1,47 @@
-"""Sample images of glyphs100 as PNG: one row per family (superclass), and one image's augmented views.
+"""The report's glyphs100 figures as PNG, from a small set built in memory (no data stage needed):
+for looking at the dataset while its knobs are piloted.
 
-    .venv/bin/python tools/glyph_samples.py [--out reports/pilot] [--seed 0]
+    .venv/bin/python -m tools.glyph_samples [--out reports/pilot] [--n 1000]
 
-Writes glyphs100_samples.png (row = family; for each of `classes` classes of the family, `per_class`
-images side by side; a gap between classes), glyphs100_templates.png (every class drawn plainly,
-10 x 10, family per row) and glyphs100_views.png (one image, then 8 views from
-contrastive.augment.augment). Images are upscaled `zoom` times, nearest neighbour.
+Writes glyphs100_samples.png (one image per class, a row per family), glyphs100_views.png (each
+family's first image and six views under the default arm's augmentation) and
+glyphs100_templates.png (every class drawn plainly). The report stage draws the first two from
+data/glyphs100.pt with the same functions (replication.render_figures.dataset_figures).
 """
 import argparse
 from pathlib import Path
 
-import torch
-from PIL import Image
+import matplotlib
 
-from contrastive.augment import augment
-from replication.config import read_params
-from replication.glyphs import ACCENTS, SUPERCLASSES, make_glyphs, templates
+matplotlib.use("Agg")
+import torch  # noqa: E402
 
-
-def to_png(grid, path, zoom=3):
-    """grid (3, H, W) in [0, 1] -> PNG, upscaled `zoom` times."""
-    pixels = (grid.clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).contiguous().numpy()
-    image = Image.fromarray(pixels)
-    image.resize((image.width * zoom, image.height * zoom), Image.NEAREST).save(path)
+from contrastive.glyphs import CLASSES, SUPERCLASS, SUPERCLASSES, make_glyphs, templates  # noqa: E402
+from replication.config import read_params  # noqa: E402
+from replication.render_figures import dataset_figures  # noqa: E402
 
 
-def tile(rows, pad=2, value=1.0):
-    """rows: list of lists of images (3, h, w) (None: a blank gap) -> one (3, H, W) grid."""
-    h, w = next(im for row in rows for im in row if im is not None).shape[1:]
-    width = max(len(row) for row in rows)
-    grid = torch.full((3, len(rows) * (h + pad) + pad, width * (w + pad) + pad), value)
-    for r, row in enumerate(rows):
-        for c, im in enumerate(row):
-            if im is not None:
-                y, x = pad + r * (h + pad), pad + c * (w + pad)
-                grid[:, y:y + h, x:x + w] = im
-    return grid
+def glyphs(x, y):
+    return {"x_train": x, "y_train": y, "classes": list(CLASSES), "superclass": list(SUPERCLASS),
+            "superclasses": list(SUPERCLASSES)}
 
 
-def main(out, seed, classes=5, per_class=3):
+def main(out, n):
     out.mkdir(parents=True, exist_ok=True)
-    knobs = read_params(Path("params.yaml")).data.glyphs100
-    x, y = make_glyphs(2000, torch.Generator().manual_seed(seed), knobs)
-    rows = []
-    for family in range(len(SUPERCLASSES)):
-        row = []
-        for k in range(classes):
-            label = family * len(ACCENTS) + 2 * k                     # every other accent
-            row += [x[i] for i in (y == label).nonzero()[:per_class, 0]] + [None]
-        rows.append(row[:-1])
-    to_png(tile(rows), out / "glyphs100_samples.png", zoom=2)
-    plain = templates().reshape(len(SUPERCLASSES), len(ACCENTS), 1, 32, 32).expand(-1, -1, 3, -1, -1)
-    to_png(tile([list(row) for row in plain]), out / "glyphs100_templates.png")
-    views = augment(x[:1].expand(8, -1, -1, -1), torch.Generator().manual_seed(seed))
-    to_png(tile([[x[0], None] + list(views)]), out / "glyphs100_views.png", zoom=4)
-    print(f"wrote {out}/glyphs100_samples.png, glyphs100_templates.png, glyphs100_views.png")
+    params = read_params(Path("params.yaml"))
+    knobs = params.data.glyphs100
+    x, y = make_glyphs(n, torch.Generator().manual_seed(knobs.seed), knobs)
+    samples, views = dataset_figures(glyphs(x, y), params.pretrain.defaults.model_dump())
+    plain = templates().unsqueeze(1).expand(-1, 3, -1, -1)
+    template_figure, _ = dataset_figures(glyphs(plain, torch.arange(len(CLASSES))))
+    for figure, name in ((samples, "samples"), (views, "views"), (template_figure, "templates")):
+        figure.savefig(out / f"glyphs100_{name}.png", dpi=120, bbox_inches="tight")
+    print(f"wrote {out}/glyphs100_samples.png, glyphs100_views.png, glyphs100_templates.png")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("reports/pilot"))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n", type=int, default=1000, help="images to draw (every 100 hold each class once)")
     args = parser.parse_args()
-    main(args.out, args.seed)
+    main(args.out, args.n)

@@ -35,11 +35,12 @@ import torch
 import yaml
 
 from contrastive.evaluate import embed, linear_probe_accuracy
+from contrastive.glyphs import CLASSES, build_glyphs
 from contrastive.methods import build_method
 from contrastive.train import Timer, train
 from replication.calibration import recalibrate_bn
 from replication.config import GlyphsData, RunConfig
-from replication.glyphs import CLASSES, build_glyphs, same_class_share
+from replication.datasets import same_class_share
 from replication.io import cpu_model, read_json, sha256, write_json
 from replication.runs import map_runs
 

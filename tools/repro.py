@@ -22,6 +22,8 @@ import yaml
 
 MISSING = {"deleted", "not in cache"}
 STAGE_TIMES = "reports/stage_times.json"
+REGISTRATION = "analysis/registration.json"
+SUMMARY = "reports/summary.json"
 
 
 def dvc(*args, capture=False):
@@ -100,11 +102,47 @@ def minutes(stages, times):
     return ", ".join(named), sum(times.get(s, {}).get("seconds", 0) for s in stages) / 60
 
 
+def registered_run_in_progress(root="."):
+    """The registration date while the registered run is under way: rules registered
+    (analysis/registration.json) but the committed analysis not yet judged under them
+    (reports/summary.json's registered_on); else None."""
+    record, summary = Path(root, REGISTRATION), Path(root, SUMMARY)
+    if not record.exists():
+        return None
+    date = json.loads(record.read_text())["date"]
+    judged_on = json.loads(summary.read_text()).get("registered_on") if summary.exists() else None
+    return date if judged_on != date else None
+
+
+def in_run_order(stages):
+    """Stages in the order a run takes them: each study's evaluation right after its pretraining
+    (a session may not keep the checkpoints for a later one), analysis and report last."""
+    group = {"resolve": 0, "data": 1, "analyze": 4, "report": 5}
+    def rank(name):
+        kind, _, study = name.partition("@")
+        paired = kind in ("pretrain", "evaluate")
+        return (3 if paired else group.get(kind, 2), study, kind == "evaluate", name)
+    return sorted(stages, key=rank)
+
+
+def report_progress(date, stale, times):
+    """What a clone in the middle of the registered run says, instead of retraining."""
+    named, total = minutes(stale, times)
+    print(f"The registered run (rules registered on {date}) is in progress: {len(stale)} stages to go, "
+          f"about {total:.0f} minutes at their last recorded times: {named}. The committed report is "
+          f"still the previous run's. Continue it stage by stage, committing each: "
+          f"`make repro-stage STAGE={stale[0]}`; or run every remaining stage with `make repro RETRAIN=1`.")
+
+
 def main(argv):
     dvc("repro", "resolve")             # validates params.yaml; rewrites only files whose content changed
     status, lock = stage_status(), read_lock()
     times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
     stale, retrain = plan(status, lock)
+    in_progress = registered_run_in_progress()
+    if in_progress and stale and "--retrain" not in argv:
+        report_progress(in_progress, in_run_order(stale), times)
+        return 0
     if stale:
         print(f"The edits rerun: {minutes(stale, times)[0]}.")
     if retrain:

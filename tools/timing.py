@@ -5,9 +5,9 @@
 After a forced run in which every stage ran, writes reports/repro_timing.json (command, seconds,
 the stages that ran, date, CPU, profile) so README and the report can quote a measured figure for
 a run from scratch. After any forced run (-f, whole or one stage with -s), writes each stage that
-ran into reports/stage_times.json (seconds, its share of time in DVC, CPU, date): a full run done
-stage by stage, across sessions and CPUs, is the sum of its stages. A run that reused results
-(not forced) records nothing: it never stands for a full one.
+ran into reports/stage_times.json (seconds, its share of time in DVC, CPU, precision, date): a
+full run done stage by stage, across sessions and CPUs, is the sum of its stages. A run that
+reused results (not forced) records nothing: it never stands for a full one.
 The time spent in DVC itself is the wall time during which no stage command (a child process of
 dvc running experiments/) was alive, sampled every 100 ms.
 
@@ -100,7 +100,7 @@ def main(argv):
 
 def record_stages(started, end, in_dvc, total, cpu):
     """Add each stage's wall time (from its start to the next stage's) to STAGE_RECORD, with its
-    share of the invocation's time in DVC and this CPU's model."""
+    share of the invocation's time in DVC, this CPU's model and the stage's precision."""
     path = Path(STAGE_RECORD)
     record = json.loads(path.read_text()) if path.exists() else {}
     names = list(started)
@@ -108,8 +108,28 @@ def record_stages(started, end, in_dvc, total, cpu):
     for name, stop in zip(names, ends):
         seconds = stop - started[name]
         record[name] = {"seconds": round(seconds, 1), "seconds_in_dvc": round(in_dvc * seconds / total, 1),
-                        "cpu": cpu, "date": datetime.date.today().isoformat()}
+                        "cpu": cpu, "precision": stage_precision(name),
+                        "date": datetime.date.today().isoformat()}
     write_json(path, dict(sorted(record.items())))
+
+
+TRAINING = {"pretrain": "pretrain/{}.json", "determinism": "determinism.json"}   # stages that train, their config
+
+
+def stage_precision(stage, resolved="resolved"):
+    """'bf16' for a stage that trains (pretrain@<study>, determinism) with amp on a CUDA device that
+    supports bfloat16, as contrastive.train autocasts only there (device from the stage's resolved
+    execution; auto is CUDA when this machine has it); 'fp32' otherwise: no other stage autocasts
+    (the NumPy examples and analytic checks compute in float64)."""
+    kind, _, study = stage.partition("@")
+    if kind not in TRAINING:
+        return "fp32"
+    execution = json.loads(Path(resolved, TRAINING[kind].format(study)).read_text())["execution"]
+    if not execution["amp"] or execution["device"] == "cpu":
+        return "fp32"
+    import torch
+    cuda = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return "bf16" if cuda else "fp32"
 
 
 if __name__ == "__main__":

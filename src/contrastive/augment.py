@@ -8,20 +8,23 @@ import torch
 import torch.nn.functional as F
 
 
-def augment(x, gen, blur=False, colour=True):
+def augment(x, gen, blur=False, colour=True, colour_strength=1.0, crop_min_side=0.55):
     """Two-view augmentation of a batch x (n, 3, H, W) in [0, 1], drawing from generator `gen`.
 
-    - random resized crop: side s ~ U(0.55, 1) of the image (about 30-100% of the area), at a
-      random position, resized back to H x W; horizontal flip with probability 1/2;
-    - colour jitter: brightness and contrast factors ~ U(0.6, 1.4), a per-channel gain ~ U(0.6, 1.4);
+    - random resized crop: side s ~ U(crop_min_side, 1) of the image (by default 0.55: about
+      30-100% of the area), at a random position, resized back to H x W; horizontal flip with
+      probability 1/2;
+    - colour jitter: brightness and contrast factors and a per-channel gain, each ~ U(1 - 0.4 c,
+      1 + 0.4 c) with c = colour_strength (by default 1: U(0.6, 1.4));
     - grayscale with probability 0.2; values clamped to [0, 1].
     colour=False leaves out jitter and grayscale (an arm that lets colour be a shortcut).
+    The strength knobs change the spread of the draws, not their number or order.
     Optional, drawn after the above so the default sequence is unchanged:
     - blur: a 3x3 Gaussian blur (sigma ~ U(0.1, 1.5)) on half of the images (SimCLR, MoCo v2).
     """
     n = len(x)
     rand = lambda *shape: torch.rand(*shape, generator=gen).to(x.device)  # drawn on the CPU: same views on any device
-    side = 0.55 + 0.45 * torch.rand(n, generator=gen)
+    side = crop_min_side + (1 - crop_min_side) * torch.rand(n, generator=gen)
     shift = (1 - side)[:, None] * (2 * torch.rand(n, 2, generator=gen) - 1)
     flip = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0)
     theta = torch.zeros(n, 2, 3)
@@ -30,19 +33,21 @@ def augment(x, gen, blur=False, colour=True):
     x = F.grid_sample(x, grid, align_corners=False)
 
     if colour:
-        x = colour_jitter(x, rand)
+        x = colour_jitter(x, rand, colour_strength)
     if blur:
         x = gaussian_blur(x, sigma=0.1 + 1.4 * rand(n), apply=rand(n) < 0.5)
     return x
 
 
-def colour_jitter(x, rand):
-    """Brightness, contrast and per-channel gain ~ U(0.6, 1.4), then grayscale with probability
-    0.2, clamped to [0, 1]; rand(*shape) draws uniforms from the caller's generator."""
+def colour_jitter(x, rand, strength=1.0):
+    """Brightness, contrast and per-channel gain ~ U(1 - 0.4 strength, 1 + 0.4 strength), then
+    grayscale with probability 0.2, clamped to [0, 1]; rand(*shape) draws uniforms from the
+    caller's generator. The factors stay positive for strength < 2.5."""
     n = len(x)
-    brightness = 1 + 0.8 * (rand(n, 1, 1, 1) - 0.5)
-    contrast = 1 + 0.8 * (rand(n, 1, 1, 1) - 0.5)
-    gain = 1 + 0.8 * (rand(n, 3, 1, 1) - 0.5)
+    spread = 0.8 * strength             # exactly 0.8 at strength 1: today's views, bit for bit
+    brightness = 1 + spread * (rand(n, 1, 1, 1) - 0.5)
+    contrast = 1 + spread * (rand(n, 1, 1, 1) - 0.5)
+    gain = 1 + spread * (rand(n, 3, 1, 1) - 0.5)
     mean = x.mean((1, 2, 3), keepdim=True)
     x = ((x - mean) * contrast + mean) * brightness * gain
     gray = rand(n, 1, 1, 1) < 0.2

@@ -1,8 +1,9 @@
 """Datasets: synthetic generators and loaders of real images.
 
 Every dataset is a dict of tensors {x_train, y_train, x_test, y_test} with images (n, 3, H, W)
-in float32 and integer labels, plus `classes` (names). Saving them with checked manifests is the
-study's business (replication/datasets.py).
+in float32 and integer labels, plus `classes` (names); glyphs100 (contrastive/glyphs.py, the study's
+default) adds `superclass` and `superclasses`. Saving them with checked manifests is the study's
+business (replication/datasets.py).
 """
 import math
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .glyphs import build_glyphs
 
 
 class DataError(Exception):
@@ -58,7 +60,7 @@ def make_shapes4(n, gen, size=32):
     return images + 0.05 * torch.randn(images.shape, generator=gen), labels
 
 
-# ---------------------------------------------------------------- shapes: the study's default
+# ---------------------------------------------------------------- shapes: ten glyphs (the first study's default)
 
 SHAPES_CLASSES = ["L", "T", "F", "P", "arrow", "half-disk", "wedge", "C", "seven", "flag"]
 
@@ -235,9 +237,11 @@ def build_dataset(name, params):
         x_train, y_train = make_shapes4(p.n_train, gen, size)
         x_test, y_test = make_shapes4(p.n_test, gen, size)
         classes = SHAPES4_CLASSES
+    elif name == "glyphs100":
+        return build_glyphs(params.glyphs100, size)
     elif name == "digits":
         return load_digits_dataset(size, params.digits.n_test, params.digits.seed)
     else:
-        raise DataError(f"{name}: not a generated dataset (known: shapes, shapes4, digits)")
+        raise DataError(f"{name}: not a generated dataset (known: glyphs100, shapes, shapes4, digits)")
     return {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test,
             "classes": classes}

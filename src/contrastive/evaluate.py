@@ -1,19 +1,25 @@
 """Evaluation on frozen features.
 
 Protocol (recorded with every figure): features are l2-normalised h = f(x) or z = g(f(x)),
-computed in eval mode (BN running statistics). The linear probe is multinomial logistic
-regression from zero weights, full-batch Adam (lr 0.05, 300 steps) with an L2 penalty
-1e-3 ||W||^2, as in the documents' example. The studies standardise each feature first (mean and
-SD of the labelled set): a pilot (seed 100, not a study seed) showed the unstandardised probe
-under-fitting its own training set, because normalised h vectors are nearly parallel and the
-penalty swamps their small discriminative directions. The documents' exact example keeps its
-unstandardised probe. The kNN classifiers use cosine similarity.
+computed in eval mode (BN running statistics; the study re-estimates them on training images
+first, replication.calibration). The labelled set is a seeded draw of the same number of training
+images of each class (labels_per_class), the same for every run, or the first n_labelled training
+images. The linear probe is multinomial logistic regression from zero weights, full-batch Adam
+(lr 0.05, 300 steps) with an L2 penalty 1e-3 ||W||^2, as in the documents' example. The studies
+standardise each feature first (mean and SD of the labelled set): a pilot (seed 100, not a study
+seed) showed the unstandardised probe under-fitting its own training set, because normalised h
+vectors are nearly parallel and the penalty swamps their small discriminative directions. The
+documents' exact example keeps its unstandardised probe. The kNN classifiers use cosine
+similarity, of the features as they are or centred on the labelled set's mean.
 """
 import torch
 import torch.nn.functional as F
 
 from .augment import rotate_by_quarter_turns
+from .data import DataError
 from .losses import alignment, contrastive_accuracy, uniformity
+
+LABEL_DRAW_SEED = 6_000_001     # the balanced labelled set: one draw, the same for every run and rung
 
 
 @torch.no_grad()
@@ -99,6 +105,14 @@ def knn_accuracy(h_train, y_train, h_test, y_test, k=5):
     return (prediction == y_test).float().mean().item()
 
 
+def centred_knn_accuracy(h_train, y_train, h_test, y_test, k=5):
+    """knn_accuracy on centred features: both sets minus the labelled set's mean, re-normalised.
+    Features that share one large common direction (post-ReLU h) are all similar by raw cosine;
+    removing the mean lets the directions that differ between images choose the neighbours."""
+    mean = h_train.mean(0)
+    return knn_accuracy(F.normalize(h_train - mean, dim=1), y_train, F.normalize(h_test - mean, dim=1), y_test, k)
+
+
 def weighted_knn_accuracy(h_train, y_train, h_test, y_test, k=200, T=0.1):
     """Weighted kNN of Wu et al. (2018), the MoCo-style monitor: each of the k nearest neighbours
     votes for its class with weight exp(s / T), s its cosine similarity; the largest total wins."""
@@ -124,12 +138,59 @@ def rotation_probe_accuracy(features, x_train, x_test, gen, probe=linear_probe_a
     return probe(*rotated(features, x_train, x_test, gen), **settings)
 
 
+def greyscale(x):
+    """Each pixel's channels replaced by their mean: the augmentations' grayscale."""
+    return x.mean(1, keepdim=True).expand_as(x)
+
+
+def greyed(features, x_train, x_test, gen):
+    """Features of images of which a seeded half of each set (exactly n // 2) was turned grayscale,
+    with 1 marking those: (f_train, grey_train, f_test, grey_test). features: images -> (n, d)."""
+    def half_grey(x):
+        grey = (torch.randperm(len(x), generator=gen) < len(x) // 2).long()
+        return features(torch.where(grey[:, None, None, None].bool(), greyscale(x), x)), grey
+    return (*half_grey(x_train), *half_grey(x_test))
+
+
+def colour_probe_accuracy(features, x_train, x_test, gen, probe=linear_probe_accuracy, **settings):
+    """How well a probe on frozen features tells held-out images turned grayscale from the others:
+    SimCLR's test that z discards what the colour augmentation changes while h keeps it. Chance is
+    50%."""
+    return probe(*greyed(features, x_train, x_test, gen), **settings)
+
+
+def balanced_subset(y, per_class, gen):
+    """Indices (ascending) of `per_class` images of each class in y, drawn without replacement from
+    gen; DataError when a class has fewer."""
+    order = torch.randperm(len(y), generator=gen)
+    picked = []
+    for c in y.unique().tolist():
+        members = order[y[order] == c]
+        if len(members) < per_class:
+            raise DataError(f"evaluate.labels_per_class: {per_class} labelled images of each class, but class {c} "
+                            f"has {len(members)} training images; lower it, or set it to null (the first n_labelled)")
+        picked.append(members[:per_class])
+    return torch.cat(picked).sort().values
+
+
+def labelled_set(x, y, p):
+    """The probes' labelled images and labels: p.labels_per_class of each class (balanced_subset,
+    seeded with LABEL_DRAW_SEED), or the first p.n_labelled when labels_per_class is None."""
+    if p.labels_per_class is None:
+        return x[:p.n_labelled], y[:p.n_labelled]
+    index = balanced_subset(y, p.labels_per_class, torch.Generator().manual_seed(LABEL_DRAW_SEED))
+    if p.knn_k > len(index):
+        raise DataError(f"evaluate.knn_k: {p.knn_k} neighbours, but the labelled set has {len(index)} images "
+                        f"(labels_per_class {p.labels_per_class})")
+    return x[index], y[index]
+
+
 def tolerance(h, y):
     """Wang & Liu's tolerance: mean cosine similarity of pairs of distinct samples of one class
     (h l2-normalised)."""
     s = h @ h.T
     same = (y[:, None] == y[None, :]) & ~torch.eye(len(y), dtype=torch.bool)
-    return s[same].mean().item()
+    return s[same].mean().item() if same.any() else None       # None: no class has two samples here
 
 
 def centred_tolerance(h, y):
@@ -138,7 +199,8 @@ def centred_tolerance(h, y):
     measures how much closer a class's own samples are (0: no closer than any other sample)."""
     s = h @ h.T
     same = y[:, None] == y[None, :]
-    return (s[same & ~torch.eye(len(y), dtype=torch.bool)].mean() - s[~same].mean()).item()
+    pairs = same & ~torch.eye(len(y), dtype=torch.bool)
+    return (s[pairs].mean() - s[~same].mean()).item() if pairs.any() else None
 
 
 @torch.no_grad()
@@ -151,38 +213,80 @@ def alignment_uniformity(f, g, x, gen, augment_fn):
             "z": {"alignment": alignment(z1, z2).item(), "uniformity": uniformity(z1).item()}}
 
 
-def evaluate_representation(f, g, data, p, seed, augment_fn):
+def _budget_probes(both, data, x_lab, x_views, test_feats, y_test, seed, probe):
+    """The probes only the budget checkpoint gets: rotation (linear, MLP), colour, full labels."""
+    turned = rotated(both, x_lab, x_views, torch.Generator().manual_seed(2_000_003 + seed))
+    grey = greyed(both, x_lab, x_views, torch.Generator().manual_seed(5_000_011 + seed))
+    train_all = both(data["x_train"])                              # (h, z) of every training image
+    out = {}
+    for pick, name in ((0, "h"), (1, "z")):
+        turned_feat = (turned[0][pick], turned[1], turned[2][pick], turned[3])
+        out[name] = {
+            "rotation": linear_probe_accuracy(*turned_feat, **probe),
+            "rotation_mlp": mlp_probe_accuracy(*turned_feat, seed=4_000_037 + seed, **probe),
+            "colour": linear_probe_accuracy(grey[0][pick], grey[1], grey[2][pick], grey[3], **probe),
+            "linear_full": linear_probe_accuracy(train_all[pick], data["y_train"], test_feats[pick], y_test, **probe),
+        }
+    return out
+
+
+def _probe_settings(p):
+    return dict(steps=p.probe_steps, lr=p.probe_lr, l2=p.probe_l2, standardize=p.probe_standardize)
+
+
+def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False):
     """Every frozen-feature metric of one pretrained encoder, on h and on z.
 
-    Labelled set: the first p.n_labelled training images; test set: the first p.n_test test
-    images. Linear probe, majority kNN (k = p.knn_k), weighted kNN (k = p.wknn_k, T = p.wknn_t),
-    Wang & Liu's tolerance (raw and centred) and the rotation probe (linear and MLP) per feature;
-    alignment and uniformity on two augmented views of the test images. `seed` fixes the rotations,
-    views and MLP initialisation drawn here.
+    Labelled set: labelled_set (p.labels_per_class of each class, or the first p.n_labelled);
+    test set: the first p.n_test test images. Linear probe; majority kNN (k = p.knn_k) on raw and
+    on centred features; weighted kNN (k = p.wknn_k, T = p.wknn_t); Wang & Liu's tolerance (raw and
+    centred); alignment and uniformity on two augmented views of the first p.n_views test images.
+    budget (the run's budget checkpoint, which the claims on them read): also the rotation probe
+    (linear and MLP), the colour probe (grayscale or not, linear), each trained on the labelled set
+    transformed and tested on the first p.n_views test images, and the linear probe fitted on every
+    training image (`linear_full`). `seed` fixes the rotations, grayscale halves, views and MLP
+    initialisation drawn here.
     """
     gen = torch.Generator().manual_seed(1_000_003 + seed)
-    rotations = lambda: torch.Generator().manual_seed(2_000_003 + seed)  # the same for h and z
-    x_lab, y_lab = data["x_train"][:p.n_labelled], data["y_train"][:p.n_labelled]
+    both = lambda x: embed(f, g, x, chunk=1000)                 # (h, z): the probes on h and z share images
+    x_lab, y_lab = labelled_set(data["x_train"], data["y_train"], p)
     x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
-    h_lab, z_lab = embed(f, g, x_lab, chunk=1000)
-    h_test, z_test = embed(f, g, x_test, chunk=1000)
-    probe = dict(steps=p.probe_steps, lr=p.probe_lr, l2=p.probe_l2, standardize=p.probe_standardize)
-    out = alignment_uniformity(f, g, x_test, gen, augment_fn)
-    for name, train_feat, test_feat, pick in (("h", h_lab, h_test, 0), ("z", z_lab, z_test, 1)):
-        turned = rotated(lambda x: embed(f, g, x, chunk=1000)[pick], x_lab, x_test, rotations())
+    x_views = x_test[:p.n_views]
+    h_lab, z_lab = both(x_lab)
+    h_test, z_test = both(x_test)
+    probe = _probe_settings(p)
+    out = alignment_uniformity(f, g, x_views, gen, augment_fn)
+    for pick, name, train_feat, test_feat in ((0, "h", h_lab, h_test), (1, "z", z_lab, z_test)):
         out[name].update({
             "linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe),
             "knn": knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.knn_k),
+            "knn_centred": centred_knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.knn_k),
             "wknn": weighted_knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.wknn_k, T=p.wknn_t),
             "tolerance": tolerance(test_feat, y_test),
             "tolerance_centred": centred_tolerance(test_feat, y_test),
-            "rotation": linear_probe_accuracy(*turned, **probe),
-            "rotation_mlp": mlp_probe_accuracy(*turned, seed=4_000_037 + seed, **probe),
         })
+    if budget:
+        out_budget = _budget_probes(both, data, x_lab, x_views, (h_test, z_test), y_test, seed, probe)
+        for name in ("h", "z"):
+            out[name].update(out_budget[name])
     out["protocol"] = {"features": "l2-normalised, eval-mode BN", "n_labelled": len(y_lab),
-                       "n_test": len(y_test), "probe": probe, "knn_k": p.knn_k,
-                       "wknn": {"k": p.wknn_k, "T": p.wknn_t}}
+                       "labels_per_class": p.labels_per_class, "n_test": len(y_test), "probe": probe,
+                       "knn_k": p.knn_k, "knn_centred": "minus the labelled set's mean, re-normalised",
+                       "wknn": {"k": p.wknn_k, "T": p.wknn_t},
+                       "colour": "linear probe: grayscale (channel mean) or not, half of each set",
+                       "n_views": len(x_views), "n_full": len(data["y_train"]) if budget else None}
     return out
+
+
+def linear_probes(f, g, data, p):
+    """The linear probe on h and on z alone, with evaluate_representation's labelled and test
+    sets: {"h": {"linear": ...}, "z": {"linear": ...}}."""
+    x_lab, y_lab = labelled_set(data["x_train"], data["y_train"], p)
+    x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
+    (h_lab, z_lab), (h_test, z_test) = embed(f, g, x_lab, chunk=1000), embed(f, g, x_test, chunk=1000)
+    probe = _probe_settings(p)
+    return {name: {"linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe)}
+            for name, train_feat, test_feat in (("h", h_lab, h_test), ("z", z_lab, z_test))}
 
 
 @torch.no_grad()

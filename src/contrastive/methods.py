@@ -9,6 +9,7 @@ the whole batch, as in one process; MoCo keeps BN per device, as in its paper, a
 across devices. `global_bn` says whether a method's BN should span every rank.
 """
 import copy
+import math
 
 import torch
 import torch.nn as nn
@@ -24,19 +25,58 @@ def _interleave(v1, v2):
     return torch.stack([v1, v2], 1).flatten(0, 1)
 
 
+def _encode_in_groups(f, g, x, groups):
+    """g(f(x)) with each of `groups` equal consecutive chunks of the batch normalised by its own BN
+    statistics (simulated devices)."""
+    return torch.cat([g(f(chunk)) for chunk in x.chunk(groups)])
+
+
 class SimCLR(nn.Module):
-    """SimCLR (Chen et al. 2020): z = g(f(t(x))) for both views of every image in one forward pass
-    (global BN over all 2N views), negatives from the batch, loss criterion(z1, z2)."""
+    """SimCLR (Chen et al. 2020): z = g(f(t(x))) for both views of every image, negatives from the
+    batch, loss criterion(z1, z2). bn_groups = 1: one forward pass, global BN over all 2N views;
+    bn_groups = G: the interleaved views are split into G groups, each holding both views of N / G
+    images and normalised on its own (per-device BN, the setting SimCLR's global BN replaces).
+    Across ranks, per-device BN keeps each rank's BN to itself, as MoCo does."""
 
-    global_bn = True
-
-    def __init__(self, f, g, criterion):
+    def __init__(self, f, g, criterion, bn_groups=1):
         super().__init__()
-        self.f, self.g, self.criterion = f, g, criterion
+        self.f, self.g, self.criterion, self.bn_groups = f, g, criterion, bn_groups
+        self.global_bn = bn_groups == 1
 
     def forward(self, v1, v2, labels=None, index=None):
-        z = gather_with_grad(self.g(self.f(_interleave(v1, v2))))   # z: 2N x d, every rank's views
+        z = _encode_in_groups(self.f, self.g, _interleave(v1, v2), self.bn_groups)
+        z = gather_with_grad(z)                                      # z: 2N x d, every rank's views
         return self.criterion(z[0::2], z[1::2]), z.detach()
+
+
+class NTXent(nn.Module):
+    """SimCLR's criterion nt_xent(z1, z2, tau, normalize), with two options:
+
+    - learn_tau: the temperature is learned, log-parameterised as CLIP's: tau = exp(log_tau), with
+      log_tau starting at log(tau) and trained with the encoder, and tau kept at least MIN_TAU
+      (CLIP caps 1/tau at 100 for stability);
+    - negatives_kept = k: each anchor keeps k of its 2N - 2 negatives (losses.kept_negatives), drawn
+      afresh every step from the global generator, rank 0's draw on every rank. The batch, and
+      with it BN's statistics and the number of updates, stays that of the full batch.
+
+    With neither, exactly nt_xent(z1, z2, tau, normalize): no parameter and no random draw.
+    """
+    MIN_TAU = 0.01
+
+    def __init__(self, tau, normalize=True, learn_tau=False, negatives_kept=None):
+        super().__init__()
+        self.fixed_tau, self.normalize, self.negatives_kept = tau, normalize, negatives_kept
+        self.log_tau = nn.Parameter(torch.tensor(math.log(tau))) if learn_tau else None
+
+    def tau(self):
+        """The temperature in use: the fixed one, or the learned one (a tensor with a gradient)."""
+        return self.fixed_tau if self.log_tau is None else self.log_tau.exp().clamp(min=self.MIN_TAU)
+
+    def forward(self, z1, z2):
+        keep = None
+        if self.negatives_kept is not None:
+            keep = broadcast(losses.kept_negatives(2 * len(z1), self.negatives_kept, None).to(z1.device))
+        return losses.nt_xent(z1, z2, self.tau(), normalize=self.normalize, keep=keep)
 
 
 class MoCo(nn.Module):
@@ -84,7 +124,7 @@ class MoCo(nn.Module):
 
     def _encode(self, f, g, x):
         """g(f(x)) with each of the bn_groups chunks of the batch normalised on its own."""
-        return torch.cat([g(f(chunk)) for chunk in x.chunk(self.bn_groups)])
+        return _encode_in_groups(f, g, x, self.bn_groups)
 
     def forward(self, v1, v2, labels=None, index=None):
         q = F.normalize(self._encode(self.f, self.g, v1), dim=1)
@@ -161,14 +201,19 @@ def build_method(cfg, n_data, n_classes):
     g = make_head(cfg.head, f.dim, cfg.proj_dim)
     if cfg.method == "simclr":
         criteria = {
-            "nt_xent": lambda z1, z2: losses.nt_xent(z1, z2, cfg.tau, normalize=cfg.normalize),
             "logistic": lambda z1, z2: losses.nt_logistic(z1, z2, cfg.tau, cfg.negatives),
             "margin_triplet": lambda z1, z2: losses.margin_triplet(z1, z2, cfg.margin, cfg.negatives),
+            "debiased_nt_xent": lambda z1, z2: losses.debiased_nt_xent(z1, z2, cfg.tau, cfg.tau_plus),
         }
-        criterion = losses.SigLIPLoss(cfg.batch) if cfg.loss == "siglip" else criteria[cfg.loss]
-        return SimCLR(f, g, criterion)
+        if cfg.loss == "nt_xent":
+            criterion = NTXent(cfg.tau, cfg.normalize, cfg.learn_tau, cfg.negatives_kept)
+        elif cfg.loss == "siglip":
+            criterion = losses.SigLIPLoss(cfg.batch)
+        else:
+            criterion = criteria[cfg.loss]
+        return SimCLR(f, g, criterion, cfg.bn_groups)
     if cfg.method == "align_uniform":
-        return SimCLR(f, g, losses.align_uniform)
+        return SimCLR(f, g, losses.align_uniform, cfg.bn_groups)
     if cfg.method == "moco":
         return MoCo(f, g, g.dim, cfg.queue, cfg.momentum, cfg.tau, cfg.bn_groups, cfg.shuffle_bn)
     if cfg.method == "memory_bank":

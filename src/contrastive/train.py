@@ -25,13 +25,16 @@ RECENT = 10             # steps averaged in the loss handed to a snapshot
 class TrainSettings:
     """What the loop needs to know; the study's RunConfig has these fields too and can be passed
     instead. channels_last: NHWC convolutions (faster on CPU; the documents' exact example keeps
-    NCHW so that its float sums match). blur, rotate: extra augmentations."""
+    NCHW so that its float sums match). blur, rotate: extra augmentations; colour_strength,
+    crop_min_side: how strong the colour jitter and the crop are (augment())."""
     steps: int
     batch: int
     lr: float = 1e-3
     schedule: str = "constant"      # or "cosine"
     blur: bool = False
     colour: bool = True
+    colour_strength: float = 1.0
+    crop_min_side: float = 0.55
     rotate: bool = False
     channels_last: bool = False
 
@@ -59,13 +62,18 @@ def optimizer(method, cfg):
     return opt, sched
 
 
+def augment_options(cfg):
+    """augment()'s keyword arguments for a run (a TrainSettings or a RunConfig): the views it trains on."""
+    return dict(blur=cfg.blur, colour=cfg.colour, colour_strength=cfg.colour_strength, crop_min_side=cfg.crop_min_side)
+
+
 def draw_batch(x_train, y_train, gen, cfg, device):
     """One step's data: `cfg.batch` indices drawn with replacement, two augmented views of each
     image (and a random quarter turn per view if cfg.rotate), this rank's slice of them.
     Returns v1, v2 (N, 3, H, W), labels (N,) and dataset indices (N,)."""
     index = torch.randint(0, len(x_train), (cfg.batch,), generator=gen)
     x = x_train[index].to(device)
-    v1, v2 = (augment(x, gen, blur=cfg.blur, colour=cfg.colour) for _ in range(2))
+    v1, v2 = (augment(x, gen, **augment_options(cfg)) for _ in range(2))
     if cfg.rotate:  # k * 90 degrees, k ~ U{0..3}, drawn per view
         v1 = rotate_by_quarter_turns(v1, torch.randint(0, 4, (cfg.batch,), generator=gen).to(device))
         v2 = rotate_by_quarter_turns(v2, torch.randint(0, 4, (cfg.batch,), generator=gen).to(device))

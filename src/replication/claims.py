@@ -30,8 +30,8 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from . import decisions, gates, stats
-from .measure import (best_of, conditions_of, dig, failed_runs, flatten, key_of, measure, measure_by_seed, patterns,
-                      realisations, runs)
+from .measure import (best_of, conditions_of, dig, failed_runs, flatten, key_of, measure, measure_by_seed, parts,
+                      patterns, realisations, runs)
 from .registry import DOCUMENT_SECTIONS
 
 ACCURACY_METRICS = ("linear", "knn", "wknn", "rotation", "rotation_mlp", "contrastive_top1")
@@ -220,11 +220,14 @@ def _judge_collapse(collapse, out, notes, root, loss_at_floor):
 
 # ---------------------------------------------------------------- paired contrasts
 
-def _gated_conditions(spec, root):
-    """The conditions an arm's gate reads: the chosen candidate of a best_of, else every part's."""
+def _gated_runs(spec, root):
+    """(condition, key) of each set of runs an arm's gate reads: the chosen candidate of a best_of,
+    else every part (a difference of two conditions, each at the step its own key reads)."""
     if "best_of" in spec:
-        return conditions_of(spec["best_of"][best_of(spec, root)[0]])
-    return conditions_of(spec)
+        spec = spec["best_of"][best_of(spec, root)[0]]
+    if parts(spec):
+        return [run for part in parts(spec) for run in _gated_runs(part, root)]
+    return [(condition, spec.get("key")) for condition in conditions_of(spec)]
 
 
 def _paired_arms(claim, out, notes, root, rules):
@@ -241,15 +244,14 @@ def _paired_arms(claim, out, notes, root, rules):
         if "best_of" in spec:
             arm["chosen"] = patterns(spec["best_of"][best_of(spec, root)[0]])[0]
         step = claim.get("_arm_steps", {}).get(name, claim.get("_step"))
-        controls = {c: gates.control_gain(c, key_of(spec), step, rules, root)
-                    for c in _gated_conditions(spec, root)}
+        controls = {c: gates.control_gain(c, key, step, rules, root) for c, key in _gated_runs(spec, root)}
         if any(controls.values()):
             arm["control"] = {c: g for c, g in controls.items() if g}
             arm["reference"] = name in reference
         for c, gate in controls.items():
             if name in reference and gate and not gate["trained"]:
                 untrained[name] = gates.untrained_reason(name, c, gate)
-        failures = failed_runs(spec, root)
+        failures = failed_runs(spec["best_of"][best_of(spec, root)[0]] if "best_of" in spec else spec, root)
         if failures:
             arm["failed"] = failures
             notes.append(f"{name}: {len(failures)} run(s) failed ({failures[0]['status']}); "
@@ -268,6 +270,8 @@ def _contrast(claim, a, b, by_seed, untrained, rules):
                 "reason": "fewer than two seeds with both runs finished"}
     c.update(stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction))
     c.update(decisions.tests(c["diffs"], margin))
+    if direction == "equal":
+        c.update(decisions.as_equivalence_claim(c))
     effect = claim.get("published_effect_value")
     if isinstance(effect, list):
         effect = effect[claim["b"].index(b)]
@@ -318,29 +322,41 @@ def _judge_paired(claim, out, notes, root, rules):
 
 def _judge_correlation(claim, out, notes, root, rules):
     """Spearman's rho of x and y over every run a pattern selects, with a Fisher-z 95% interval;
-    direction 'less' claims a negative correlation. Decided against the margin on that interval."""
+    direction 'less' claims a negative correlation. Decided against the margin on that interval.
+    Two x figures claim they predict y jointly: each one's partial rank correlation with y given the
+    other, both required (intersection-union)."""
     records = [r for r in runs(claim["runs"], root) if r.get("status", "ok") == "ok" and r.get("eval")]
-    x = [dig(r, claim["x"]) for r in records]
-    y = [dig(r, claim["y"]) for r in records]
-    rho, p = scipy_stats.spearmanr(x, y)
-    n = len(x)
-    se = math.sqrt(1.06 / (n - 3))                 # Fieller et al.'s standard error for Spearman's rho
+    xs = claim["x"] if isinstance(claim["x"], list) else [claim["x"]]
+    columns = {key: [dig(r, key) for r in records] for key in [*xs, claim["y"]]}
+    out["arms"] = {key: {"values": v, "n": len(v), "key": key} for key, v in columns.items()}
+    out["contrasts"] = []
+    for i, key in enumerate(xs):
+        given = xs[1 - i] if len(xs) == 2 else None
+        rho = stats.rank_correlation(columns[key], columns[claim["y"]], columns.get(given))
+        c = _correlation_contrast(claim, key, rho, len(records), given)
+        out["contrasts"].append(c)
+        partial = f" given {given}" if given else ""
+        notes.append(f"Spearman rho of {key}{partial} {rho:+.3f} over {len(records)} runs; in the claimed "
+                     f"direction {c['diff_mean']:+.3f} [{c['diff_ci95'][0]:+.3f}, {c['diff_ci95'][1]:+.3f}].")
+    return decisions.combine([c["verdict"] for c in out["contrasts"]])
+
+
+def _correlation_contrast(claim, key, rho, n, given=None):
+    """A rank correlation decided against the margin on its Fisher-z 95% interval (Fieller et al.'s
+    standard error, with one degree of freedom less for a partial correlation)."""
+    se = math.sqrt(1.06 / (n - 3 - (given is not None)))
     sign = -1 if claim["direction"] == "less" else 1
     z = math.atanh(min(max(sign * rho, -1 + 1e-12), 1 - 1e-12))   # a perfect rank order has an infinite z
     lo, hi = math.tanh(z - 1.96 * se), math.tanh(z + 1.96 * se)
     zm = math.atanh(min(claim["margin"], 1 - 1e-12))
     norm = scipy_stats.norm
-    out["arms"] = {"x": {"values": x, "n": n, "key": claim["x"]}, "y": {"values": y, "n": n, "key": claim["y"]}}
-    c = {"a": claim["y"], "b": claim["x"], "direction": claim["direction"], "margin": claim["margin"],
+    c = {"a": claim["y"], "b": key, "given": given, "direction": claim["direction"], "margin": claim["margin"],
          "seeds": [], "rho": float(rho), "n_runs": n, "diffs": [], "diff_mean": float(sign * rho),
-         "diff_ci95": [lo, hi], "se": se, "p": float(p),
+         "diff_ci95": [lo, hi], "se": se, "p": float(2 * norm.sf(abs(math.atanh(min(abs(rho), 1 - 1e-12))) / se)),
          "p_reproduced": float(norm.sf((z - zm) / se)), "p_contradicted": float(norm.cdf((z + zm) / se)),
          "p_equivalent": float(max(norm.sf((z + zm) / se), norm.cdf((z - zm) / se)))}
     c["verdict"] = decisions.decide_interval(lo, hi, claim["margin"])
-    out["contrasts"] = [c]
-    notes.append(f"Spearman rho {rho:+.3f} over {n} runs; in the claimed direction {sign * rho:+.3f} "
-                 f"[{lo:+.3f}, {hi:+.3f}].")
-    return c["verdict"]
+    return c
 
 
 JUDGES = {"exact": _judge_exact, "bound": _judge_bound, "range": _judge_range, "interval": _judge_interval,

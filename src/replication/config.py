@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .io import DuplicateKeyError, load_yaml
 
@@ -65,7 +65,7 @@ class Shapes4Data(Strict):
 
 
 class GlyphsData(Strict):
-    """glyphs100 (src/replication/glyphs.py): 100 stroke glyphs in 10 families; its difficulty knobs."""
+    """glyphs100 (src/contrastive/glyphs.py): 100 stroke glyphs in 10 families; its difficulty knobs."""
     seed: int
     n_train: Annotated[int, Field(ge=10)]
     n_test: Annotated[int, Field(ge=10)]
@@ -92,8 +92,17 @@ class FolderData(Strict):
     n_test: Annotated[float, Field(gt=0, lt=1)]       # imagefolder: held-out fraction
 
 
+class SameClassShare(Strict):
+    """The manifests' share of in-batch negatives that share the anchor's class
+    (replication.datasets.same_class_negatives)."""
+    batch: Annotated[int, Field(ge=2)]
+    batches: Annotated[int, Field(ge=2)]              # two at least: the measured share's standard error
+    seed: int
+
+
 class DataParams(Strict):
     image_size: Annotated[int, Field(ge=8, le=256)]
+    same_class: SameClassShare
     shapes: ShapesData
     shapes4: Shapes4Data
     glyphs100: GlyphsData
@@ -110,6 +119,12 @@ class NtXentExample(Strict):
     fd_step: Annotated[float, Field(gt=0, lt=1e-2)]
 
 
+class ShapeTest(Strict):
+    """Same shape with nuisances redrawn against another shape with the same nuisances (match_by_shape)."""
+    images: Annotated[int, Field(ge=2)]
+    seed: Annotated[int, Field(ge=0)]
+
+
 class TinySimCLR(Strict):
     seeds: Seeds
     steps: Count
@@ -118,6 +133,7 @@ class TinySimCLR(Strict):
     threads: Threads
     thread_check_seed: Annotated[int, Field(ge=0)]
     thread_counts: Annotated[list[Threads], Field(min_length=1)]
+    shape_test: ShapeTest
 
 
 class Toy2D(Strict):
@@ -131,17 +147,71 @@ class Toy2D(Strict):
     class_spread: Annotated[float, Field(ge=0)]       # sd of a sample's own offset from its class centre
     view_noise: Annotated[float, Field(ge=0)]         # sd of the noise an augmentation adds
     knn_k: Count
+    sweep_view_noise: list[Annotated[float, Field(ge=0)]]    # view noises swept, the class spread re-fitted at each
+    calibration_seeds: Seeds
+    calibration_knn: Annotated[float, Field(gt=0, lt=1)]     # the untrained 10-NN accuracy the fit matches
+
+
+PositiveFloats = Annotated[list[PositiveFloat], Field(min_length=1)]
+
+
+class MiBound(Strict):
+    """x uniform on `symbols` symbols; y = x, or with probability eps a fresh uniform symbol."""
+    symbols: Annotated[int, Field(ge=2)]
+    eps: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
+    batch_sizes: Annotated[list[Annotated[int, Field(ge=2, le=1_000_000)]], Field(min_length=1)]   # K candidates
+    critic_scales: PositiveFloats                     # critic = scale x log p(y|x)/p(y); 1 is the optimal critic
+    check_batch_sizes: Annotated[list[Annotated[int, Field(ge=2, le=4096)]], Field(min_length=1)]
+    check_batches: Annotated[int, Field(ge=2)]
+    tight_within: PositiveFloat                       # nats: a gap at most this is "tight"
+    zero_loss_within: PositiveFloat                   # nats: a loss at most this has "reached zero"
+    seed: Annotated[int, Field(ge=0)]
+
+    @model_validator(mode="after")
+    def _optimal_critic_included(self):
+        if 1.0 not in self.critic_scales:
+            raise ValueError("critic_scales must include 1.0 (the optimal critic)")
+        return self
+
+
+class CollapseBatch(Strict):
+    pairs: Annotated[int, Field(ge=2)]
+    classes: Annotated[int, Field(ge=2, le=1000)]
+
+
+class CollapseFloor(Strict):
+    batches: Annotated[list[CollapseBatch], Field(min_length=1)]
+    taus: PositiveFloats
+    seed: Annotated[int, Field(ge=0)]
+
+
+class Decomposition(Strict):
+    """Fixed embeddings on S^2: a von Mises-Fisher mixture, each point with a positive drawn around it."""
+    points: Annotated[int, Field(ge=10, le=20_000)]
+    classes: Count
+    class_kappa: PositiveFloat
+    view_kappa: PositiveFloat
+    taus: PositiveFloats
+    negatives: Annotated[list[Annotated[int, Field(ge=1, le=100_000)]], Field(min_length=2)]   # M
+    seed: Annotated[int, Field(ge=0)]
+
+
+class Limits(Strict):
+    mi_bound: MiBound
+    collapse: CollapseFloor
+    decomposition: Decomposition
 
 
 class ExampleParams(Strict):
     ntxent_numpy: NtXentExample
     tiny_simclr: TinySimCLR
     toy2d: Toy2D
+    limits: Limits
 
 
 # ---------------------------------------------------------------- pretraining
 
-DatasetName = Literal["shapes", "shapes4", "digits", "imagefolder", "cifar10"]
+DatasetName = Literal["glyphs100", "shapes", "shapes4", "digits", "imagefolder", "cifar10"]
 FOLDER_DATASETS = ("imagefolder", "cifar10")        # read from a user's folder at run time
 
 
@@ -150,13 +220,16 @@ class RunConfig(Strict):
     dataset: DatasetName
     encoder: Literal["cnn3", "resnet18"]
     method: Literal["simclr", "moco", "memory_bank", "supcon", "supervised", "align_uniform"]
-    loss: Literal["nt_xent", "logistic", "margin_triplet", "siglip"]
+    loss: Literal["nt_xent", "logistic", "margin_triplet", "siglip", "debiased_nt_xent"]
     negatives: Literal["semi_hard", "hardest", "all"]   # which negatives the logistic / triplet losses use
     tau: PositiveFloat
+    learn_tau: bool                                   # NT-Xent: a learned temperature, starting at tau
+    tau_plus: Annotated[float, Field(ge=0, lt=1)] | None   # debiased NT-Xent's class prior (only there)
     normalize: bool
     head: Literal["none", "linear", "mlp"]
     proj_dim: Count                                   # z's width for a linear or MLP head
     batch: Annotated[int, Field(ge=2)]
+    negatives_kept: Count | None                      # NT-Xent: k negatives per anchor (None: all 2N - 2)
     steps: Count                                      # the study's budget: claims read the run at this step
     ladder: list[Count]                               # later rungs: training goes on to the last, with a checkpoint at each
     lr: PositiveFloat
@@ -170,6 +243,8 @@ class RunConfig(Strict):
     supcon_inside: bool
     blur: bool
     colour: bool                                      # colour jitter and grayscale among the augmentations
+    colour_strength: Annotated[float, Field(ge=0, lt=2.5)]   # jitter factors 1 +- 0.4 x this: positive below 2.5
+    crop_min_side: Annotated[float, Field(gt=0, le=1)]       # crop side ~ U(crop_min_side, 1)
     rotate: bool
     channels_last: bool       # NHWC tensors: about 1.5x faster convolutions on CPU (last-bit changes)
 
@@ -178,6 +253,47 @@ class RunConfig(Strict):
         if self.batch % (self.ranks * self.bn_groups):
             raise ValueError(f"ranks x bn_groups ({self.ranks} x {self.bn_groups}) must divide batch ({self.batch})")
         return self
+
+    # A knob set where nothing reads it would make a condition differ from its default in name
+    # only: each is checked against the fields above it, so that the error names the knob.
+    @field_validator("learn_tau")
+    @classmethod
+    def _learned_tau_for_nt_xent(cls, value, info):
+        if value and (info.data.get("method"), info.data.get("loss")) != ("simclr", "nt_xent"):
+            raise ValueError("needs method simclr with loss nt_xent")
+        return value
+
+    @field_validator("negatives_kept")
+    @classmethod
+    def _kept_negatives_for_nt_xent(cls, value, info):
+        if value is None:
+            return value
+        if (info.data.get("method"), info.data.get("loss")) != ("simclr", "nt_xent"):
+            raise ValueError("needs method simclr with loss nt_xent")
+        if "batch" in info.data and value > 2 * info.data["batch"] - 2:
+            raise ValueError(f"must not exceed the 2 x batch - 2 = {2 * info.data['batch'] - 2} negatives of each anchor")
+        return value
+
+    @field_validator("tau_plus")
+    @classmethod
+    def _prior_for_the_debiased_loss(cls, value, info):
+        if (value is None) == (info.data.get("loss") == "debiased_nt_xent"):
+            raise ValueError("the class prior is set for loss debiased_nt_xent, and only for it")
+        return value
+
+    @field_validator("bn_groups")
+    @classmethod
+    def _groups_where_the_method_has_them(cls, value, info):
+        if value > 1 and info.data.get("method") not in ("simclr", "align_uniform", "moco"):
+            raise ValueError(f"method {info.data.get('method')} has no BN groups (simclr, align_uniform and moco have)")
+        return value
+
+    @field_validator("colour_strength")
+    @classmethod
+    def _strength_with_jitter(cls, value, info):
+        if value != 1.0 and info.data.get("colour") is False:
+            raise ValueError("has no effect with colour: false")
+        return value
 
     @model_validator(mode="after")
     def _ladder_after_steps(self):
@@ -225,8 +341,10 @@ class PretrainParams(Strict):
 
 
 class EvaluateParams(Strict):
-    n_labelled: Annotated[int, Field(ge=4)]     # labelled images for the probes
+    n_labelled: Annotated[int, Field(ge=4)]     # labelled images for the probes when labels_per_class is None
+    labels_per_class: Count | None              # a seeded draw of this many labelled images of each class
     n_test: Annotated[int, Field(ge=4)]
+    n_views: Annotated[int, Field(ge=4)]        # the first n_views test images: views, rotations, grayscale
     probe_steps: Count
     probe_lr: PositiveFloat
     probe_l2: Annotated[float, Field(ge=0)]
@@ -238,7 +356,7 @@ class EvaluateParams(Strict):
     @model_validator(mode="after")
     def _neighbours_within_the_labelled_set(self):
         for key in ("knn_k", "wknn_k"):
-            if getattr(self, key) > self.n_labelled:
+            if self.labels_per_class is None and getattr(self, key) > self.n_labelled:
                 raise ValueError(f"{key} ({getattr(self, key)}) must not exceed n_labelled ({self.n_labelled})")
         return self
 
@@ -252,8 +370,8 @@ class DeterminismParams(Strict):
 
 
 class ControlParams(Strict):
-    """The calibrated untrained control: BatchNorm statistics re-estimated on this many
-    consecutive batches of training images (src/replication/calibration.py)."""
+    """BatchNorm statistics re-estimated before every probe on this many consecutive batches of
+    training images (src/replication/calibration.py); the step-0 one is the calibrated control."""
     bn_batches: Count
     bn_batch_size: Annotated[int, Field(ge=2)]
 
@@ -300,13 +418,8 @@ class StudyConfig(Strict):
 
 
 class EvaluateConfig(Strict):
-    """resolved/evaluate.json: the probes' settings and where they run."""
-    execution: Execution
-    evaluate: EvaluateParams
-
-
-class ControlConfig(Strict):
-    """resolved/control.json: the calibrated control's BN re-estimation and evaluate@'s probes."""
+    """resolved/evaluate.json: the probes' settings, the BatchNorm re-estimation before them, and
+    where they run."""
     execution: Execution
     evaluate: EvaluateParams
     control: ControlParams
@@ -334,9 +447,8 @@ def resolve(params):
     p = params.pretrain
     out = {"data.json": params.data.model_dump(),
            "workers.json": {"workers": params.workers},
-           "evaluate.json": EvaluateConfig(execution=execution, evaluate=params.evaluate).model_dump(),
-           "control.json": ControlConfig(execution=execution, evaluate=params.evaluate,
-                                         control=params.control).model_dump()}
+           "evaluate.json": EvaluateConfig(execution=execution, evaluate=params.evaluate,
+                                           control=params.control).model_dump()}
     for name, example in params.examples:
         out[f"examples/{name}.json"] = example.model_dump()
     for study, names in p.studies.items():

@@ -61,6 +61,13 @@ def decide(p, alpha):
     return "inconclusive"
 
 
+def as_equivalence_claim(p):
+    """The p-values of a claim that predicts no effect (direction 'equal'): reproduced when the
+    interval lies inside +-m (TOST), contradicted when it lies beyond +m or beyond -m."""
+    return {"p_reproduced": p["p_equivalent"], "p_contradicted": min(p["p_reproduced"], p["p_contradicted"]),
+            "p_equivalent": 1.0}
+
+
 def decide_interval(lo, hi, margin):
     """The same table read off an interval (a correlation's Fisher-z interval)."""
     if lo > margin:

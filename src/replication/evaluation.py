@@ -1,9 +1,14 @@
-"""Evaluating the checkpoints of a training run: every probe at every rung.
+"""Evaluating the checkpoints of a training run: every probe at every rung, BatchNorm calibrated.
 
-The evaluation record (results/evaluate/<study>/<condition>/seed_<k>.json) holds `at` (rung step ->
-metrics, every checkpoint), `control` (step 0: the untrained encoder), `eval` (the study's budget,
-`steps`, which most claims read; None for a run that failed before it, which is listed as failed
-and never averaged) and `rungs` (the steps evaluated).
+Before its probes, each checkpoint's BatchNorm running statistics are re-estimated on training
+images (replication.calibration: the rule; weights untouched). The evaluation record
+(results/evaluate/<study>/<condition>/seed_<k>.json) holds `at` (rung step -> metrics, every
+checkpoint), `control` (step 0: the untrained encoder, calibrated), `eval` (the study's budget,
+`steps`, which most claims read; it alone has the full-label linear probe `linear_full`; None for
+a run that failed before it, which is listed as failed and never averaged), `rungs` (the steps
+evaluated), `bn` ("calibrated") with `calibration` (its settings and rule), and the linear probe
+on h and z with the statistics the checkpoint was saved with: `control_uncalibrated` and
+`eval_uncalibrated`.
 """
 from pathlib import Path
 
@@ -11,10 +16,11 @@ import torch
 
 from contrastive.augment import augment
 from contrastive.distributed import select_device
-from contrastive.evaluate import contrastive_top1, evaluate_representation
+from contrastive.evaluate import contrastive_top1, evaluate_representation, linear_probes
 from contrastive.methods import build_method
-from contrastive.train import Timer
+from contrastive.train import Timer, augment_options
 
+from .calibration import RULE, recalibrate_bn
 from .config import RunConfig
 from .datasets import dataset_for
 from .io import cpu_model, read_json, sha256
@@ -24,11 +30,12 @@ class CheckpointError(Exception):
     """A run's checkpoint is missing or does not match the sha256 recorded in its training record."""
 
 
-def evaluate_method(method, cfg, data, eval_params, seed):
-    """Every frozen-feature metric of a method's encoder, and how often it solves its pretext task.
-    Draws only from generators seeded here, never from the training generator."""
-    views = lambda x, gen: augment(x, gen, blur=cfg.blur, colour=cfg.colour)
-    evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views)
+def evaluate_method(method, cfg, data, eval_params, seed, budget=False):
+    """Every frozen-feature metric of a method's encoder (budget: with the probes only the budget gets),
+    and how often it solves its pretext task. Draws only from generators seeded here, never from the
+    training generator."""
+    views = lambda x, gen: augment(x, gen, **augment_options(cfg))     # the views the run trained on
+    evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views, budget=budget)
     evaluation["contrastive_top1"] = contrastive_top1(method, data["x_test"][:512], seed, views, cfg.normalize)
     return evaluation
 
@@ -59,22 +66,31 @@ def load_checkpoint(checkpoint, record_path, root="."):
 
 
 def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", root="."):
-    """Evaluate every checkpoint of one training record; returns the evaluation record (above). A
-    run that stopped early (diverged, collapsed) has checkpoints only at the rungs it reached
-    before the stop, so its later rungs, and `eval` if the budget is one of them, are missing."""
+    """Evaluate every checkpoint of one training record, BatchNorm calibrated first (the uncalibrated
+    linear probes of the control and the budget kept); returns the evaluation record (above). A run
+    that stopped early (diverged, collapsed) has checkpoints only at the rungs it reached before the
+    stop, so its later rungs, and `eval` if the budget is one of them, are missing."""
     record = read_json(Path(root, record_path))
     torch.set_num_threads(evaluate_config.execution.threads)
     cfg = RunConfig(**record["config"])
     device = select_device(evaluate_config.execution.device)
     data = dataset_for(cfg.dataset, data_settings, data_dir)
+    probes, bn = evaluate_config.evaluate, evaluate_config.control
     with Timer() as clock:
-        by_step = {}
+        by_step, uncalibrated = {}, {}
         for checkpoint in record["checkpoints"]:
+            step = checkpoint["step"]
             state = load_checkpoint(checkpoint, record_path, root)
             method = method_from_state(cfg, state, record["n_data"], record["n_classes"]).to(device)
-            by_step[checkpoint["step"]] = evaluate_method(method, cfg, data, evaluate_config.evaluate,
-                                                          record["seed"])
+            if step in (0, cfg.steps):
+                uncalibrated[step] = linear_probes(method.f, method.g, data, probes)
+            recalibrate_bn([method.f, method.g], data["x_train"], bn.bn_batches, bn.bn_batch_size)
+            by_step[step] = evaluate_method(method, cfg, data, probes, record["seed"], budget=step == cfg.steps)
     return {"condition": record["condition"], "seed": record["seed"], "status": record["status"],
             "reason": record["reason"], "rungs": sorted(by_step), "control": by_step.get(0),
             "eval": by_step.get(cfg.steps), "at": {str(step): metrics for step, metrics in sorted(by_step.items())},
+            "bn": "calibrated", "control_uncalibrated": uncalibrated.get(0),
+            "eval_uncalibrated": uncalibrated.get(cfg.steps),
+            "calibration": {"batches": bn.bn_batches, "batch_size": bn.bn_batch_size,
+                            "images": bn.bn_batches * bn.bn_batch_size, "rule": RULE},
             "wall_s": clock.seconds, "threads": evaluate_config.execution.threads, "cpu": cpu_model()}

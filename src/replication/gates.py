@@ -1,8 +1,8 @@
 """Gates: whether an arm has trained (against its untrained control), and whether it has converged.
 
 Trained (rules.control_error_removed = r): the untrained control is the same encoder at step 0,
-probed after BatchNorm's statistics were re-estimated on training images (results/control/, the
-`control` stage; the uncalibrated figure from the evaluation record is kept beside it). Per seed,
+probed after BatchNorm's statistics were re-estimated on training images (the evaluation record's
+`control`, with `bn: calibrated`; its `control_uncalibrated` is kept beside it). Per seed,
 the arm's gain removes a share of its control's error, g = (acc - acc0) / (1 - acc0), with acc the
 linear probe on the embedding the claim measures (h or z; h for figures of no embedding, such as
 a loss). The arm has trained when the lower 95% bound of the mean of g exceeds r. Relative to
@@ -15,7 +15,7 @@ than c x the claim's margin. An arm with no such rung has unknown convergence.
 import glob
 
 from . import stats
-from .measure import measure_by_seed, read_record, seed_order
+from .measure import RUNG, measure_by_seed, read_record, rung_of, seed_order
 
 _CACHE = {}
 
@@ -25,20 +25,40 @@ def embedding_of(key):
     return "z" if ".z." in f".{key or ''}." else "h"
 
 
-def _control_value(condition, record, embedding, root):
-    """(calibrated, uncalibrated) linear probe of a run's untrained control on one embedding."""
-    uncalibrated = (record.get("control") or {}).get(embedding, {}).get("linear")
-    calibrated = None
-    found = glob.glob(f"results/control/*/{condition}/seed_{record['seed']}.json", root_dir=root)
-    if found:
-        calibrated = read_record(found[0], root)["calibrated"][embedding]["linear"]
-    return calibrated, uncalibrated
+def _control_value(record, embedding):
+    """(calibrated, uncalibrated) linear probe of a run's untrained control on one embedding: a
+    record evaluated with BatchNorm calibrated holds both, one without only the uncalibrated."""
+    linear = lambda metrics: (metrics or {}).get(embedding, {}).get("linear")
+    if record.get("bn") == "calibrated":
+        return linear(record.get("control")), linear(record.get("control_uncalibrated"))
+    return None, linear(record.get("control"))
+
+
+def step_of(key):
+    """The rung a key names: literally ('at.400.h.linear' -> 400), by index ('at.{rung:1}.h.linear'
+    -> 'rung:1', resolved per record), else None (the budget)."""
+    fields = (key or "").split(".")
+    if len(fields) > 2 and fields[0] == "at" and fields[1].isdigit():
+        return int(fields[1])
+    found = RUNG.fullmatch(fields[1]) if len(fields) > 2 and fields[0] == "at" else None
+    return f"rung:{found.group(1)}" if found else None
+
+
+def _reached(record, step):
+    """The evaluation of a record at `step` (None: its budget; 'rung:K': its K-th trained rung)."""
+    if step is None:
+        return record.get("eval")
+    if isinstance(step, str):
+        step = rung_of(record, int(step.split(":")[1]))
+    return (record.get("at") or {}).get(str(step))
 
 
 def control_gain(condition, key, step, rules, root="."):
     """An arm's gate on the embedding `key` reads, at `step` (None: the budget, `eval`): per-seed
     share of the control's error removed, its summary, and `trained`. None with under two runs."""
     embedding = embedding_of(key)
+    if step is None:
+        step = step_of(key)
     cache_key = (condition, embedding, step, str(root), rules["control_error_removed"])
     if cache_key not in _CACHE:
         _CACHE[cache_key] = _control_gain(condition, embedding, step, rules, root)
@@ -50,10 +70,10 @@ def _control_gain(condition, embedding, step, rules, root):
     shares, gains, calibrated, uncalibrated = {}, {}, [], []
     for path in paths:
         record = read_record(path, root)
-        reached = record.get("eval") if step is None else (record.get("at") or {}).get(str(step))
+        reached = _reached(record, step)
         if not reached or (step is None and record["status"] != "ok"):
             continue
-        cal, uncal = _control_value(condition, record, embedding, root)
+        cal, uncal = _control_value(record, embedding)
         acc0 = cal if cal is not None else uncal
         acc = reached[embedding]["linear"]
         gains[record["seed"]] = acc - acc0

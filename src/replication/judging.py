@@ -6,7 +6,7 @@ import glob
 
 from . import decisions, gates, robustness, stats
 from .claims import judge_one
-from .measure import InputError, at_step, conditions_of, key_of, measure_by_seed, read_record, replace_key
+from .measure import InputError, at_step, conditions_of, key_of, measure_by_seed, parts, read_record, replace_key
 from .registry import validate_claim
 
 
@@ -48,7 +48,7 @@ def _budget(claim, root):
 def _probe(claim):
     key = key_of(next(iter(claim["arms"].values()))) if claim.get("arms") else None
     last = (key or "").rsplit(".", 1)[-1]
-    return last if last in ("linear", "knn", "wknn") else key
+    return last if last in robustness.PROBES else key
 
 
 # ---------------------------------------------------------------- one claim
@@ -62,22 +62,58 @@ def _judge_claim(claim, root, rules):
             out["_alternatives"] = _probe_alternatives(claim, None, root, rules, out["verdict"])
             out["convergence"] = {"converged": None, "reason": "one trained rung: convergence not measured"}
         return out
-    rungs = ladder_rungs(claim, root)
-    judged = [judge_one(claim_at(claim, step), root, rules) for step in rungs]
-    out, top = judged[-1], rungs[-1]
-    out["primary"] = {"probe": _probe(claim), "rung": top, "basis": claim["basis"]}
-    out["ladder"] = [_rung_summary(step, o) for step, o in zip(rungs, judged)]
+    pairs = matched_rungs(claim, claim["basis"], root)
+    judged = [judge_one(_at_pair(claim, pair), root, rules) for pair in pairs]
+    out, top = judged[-1], pairs[-1]
+    out["primary"] = {"probe": _probe(claim), "rung": _pair_label(top), "basis": claim["basis"]}
+    out["ladder"] = [_rung_summary(pair, o) for pair, o in zip(pairs, judged)]
     out["_alternatives"] = (_probe_alternatives(claim, top, root, rules, out["verdict"]) +
-                            _rung_alternative(rungs, judged) + _basis_alternative(claim, rungs, root, rules))
-    out["convergence"] = _convergence(claim, rungs, root, rules)
-    out["untrained"] = _untrained_levels(claim, top, root)
+                            _rung_alternative(pairs, judged) + _basis_alternatives(claim, root, rules))
+    out["convergence"] = _convergence(claim, top, root, rules)
+    out["untrained"] = _untrained_levels(claim, root)
     _trend(claim, out)
     return out
 
 
-def _untrained_levels(claim, top, root):
-    """Each arm's figure at step 0 (the uncalibrated evaluation of the untrained encoder, on the
-    arm's own measure), mean over seeds; only arms that read an evaluation at a rung have one."""
+def _at_pair(claim, pair):
+    """A ladder claim at one rung pair ({arm: step}; one step for every arm on equal steps)."""
+    steps = set(pair.values())
+    return claim_at(claim, steps.pop()) if len(steps) == 1 else claim_at(claim, pair[claim["a"]], pair)
+
+
+def _pair_label(pair):
+    """The primary rung: one step, or {arm: step} when the basis pairs different steps."""
+    steps = set(pair.values())
+    return next(iter(steps)) if len(steps) == 1 else dict(pair)
+
+
+def matched_rungs(claim, basis, root="."):
+    """The rung pairs ({arm: step}, ascending) a ladder claim is judged at on a compute basis: every
+    common trained rung on equal steps (or updates); else the pairs of a's and b's rungs at which
+    both have spent the same (robustness.matched_steps), which the registry allows for two arms."""
+    if basis in ("equal steps", "equal updates"):
+        return [{name: step for name in claim["arms"]} for step in ladder_rungs(claim, root)]
+    a, b = claim["a"], claim["b"] if isinstance(claim["b"], str) else claim["b"][0]
+    (ca,), (cb,) = conditions_of(claim["arms"][a]), conditions_of(claim["arms"][b])
+    pairs = robustness.matched_steps(gates.rungs_of(ca, root), gates.rungs_of(cb, root),
+                                     robustness.cost_per_step(_config(ca, root), basis),
+                                     robustness.cost_per_step(_config(cb, root), basis))
+    if not pairs:
+        raise InputError(f"claim {claim['id']}: no rungs of {ca} and {cb} spend the same on '{basis}'; "
+                         "add ladder rungs to params.yaml that pair up, or register another basis")
+    return [{a: sa, b: sb} for sa, sb in pairs]
+
+
+def _config(condition, root):
+    found = glob.glob(f"results/pretrain/*/{condition}/seed_*.json", root_dir=root)
+    if not found:
+        raise InputError(f"results/pretrain/*/{condition}: no training record; run its pretrain stage")
+    return read_record(sorted(found)[0], root)["config"]
+
+
+def _untrained_levels(claim, root):
+    """Each arm's figure at step 0 (the evaluation of the untrained encoder, on the arm's own
+    measure), mean over seeds; only arms that read an evaluation at a rung have one."""
     levels = {}
     for name, spec in claim["arms"].items():
         if (key_of(spec) or "").startswith("at.{step}."):
@@ -86,8 +122,12 @@ def _untrained_levels(claim, top, root):
     return levels
 
 
-def _rung_summary(step, out):
-    return {"step": step, "verdict": out["verdict"], "arms": out["arms"], "contrasts": out.get("contrasts", [])}
+def _rung_summary(pair, out):
+    """One rung pair's verdict; `step` is a's (every arm's on equal steps), `arm_steps` each arm's
+    where the basis pairs different steps."""
+    label = _pair_label(pair)
+    return {"step": next(iter(pair.values())), "arm_steps": None if isinstance(label, int) else label,
+            "verdict": out["verdict"], "arms": out["arms"], "contrasts": out.get("contrasts", [])}
 
 
 def _alternative(dimension, choice, out):
@@ -96,50 +136,73 @@ def _alternative(dimension, choice, out):
             "diff_mean": main.get("diff_mean"), "diff_ci95": main.get("diff_ci95")}
 
 
-def _probe_alternatives(claim, step, root, rules, verdict):
+def _probe_alternatives(claim, pair, root, rules, verdict):
+    """The claim under each other registered probe, at the primary rung pair (None: its budget)."""
     primary = _probe(claim)
     found = []
     for probe in rules["robustness"]["probes"]:
+        if probe in robustness.BUDGET_ONLY and (pair or not all(_reads_budget(s) for s in claim["arms"].values())):
+            continue
         arms = {n: replace_key(s, primary, probe) for n, s in claim["arms"].items()} if probe != primary else {}
         if arms and None not in arms.values():
             other = {**claim, "arms": arms}
-            judged = judge_one(claim_at(other, step) if step else other, root, rules)
+            judged = judge_one(_at_pair(other, pair) if pair else other, root, rules)
             found.append(_alternative("probe", probe, judged))
     return found
 
 
-def _rung_alternative(rungs, judged):
-    start = gates.previous_rung(rungs, rungs[-1])
-    return [_alternative("rung", start, judged[rungs.index(start)])] if start else []
+def _reads_budget(spec):
+    """Whether every figure a spec reads is at its runs' budget checkpoint (`eval.`)."""
+    if parts(spec):
+        return all(_reads_budget(part) for part in parts(spec))
+    return (spec.get("key") or "").startswith("eval.")
 
 
-def _images_per_step(condition, root):
-    found = glob.glob(f"results/pretrain/*/{condition}/seed_*.json", root_dir=root)
-    return read_record(sorted(found)[0], root)["config"]["batch"] if found else None
+def _rung_alternative(pairs, judged):
+    """The pair that starts the last doubling of a's steps before the primary pair's."""
+    a_steps = [next(iter(p.values())) for p in pairs]
+    start = gates.previous_rung(a_steps, a_steps[-1])
+    if start is None:
+        return []
+    i = a_steps.index(start)
+    return [_alternative("rung", _pair_label(pairs[i]), judged[i])]
 
 
-def _basis_alternative(claim, rungs, root, rules):
-    """Equal images seen, for a two-arm ladder claim whose arms see different images per step."""
+def _basis_alternatives(claim, root, rules):
+    """The claim at its top rung pair on every other basis (equal steps, equal images, equal encoder
+    passes) that pairs different rungs from the primary's; only for two-arm, one-condition claims."""
+    found, seen = [], {_pair_key(matched_rungs(claim, claim["basis"], root)[-1])}
+    for basis in rules["robustness"]["bases"]:
+        if basis == claim["basis"]:
+            continue
+        try:
+            pairs = matched_rungs(claim, basis, root) if basis == "equal steps" or _two_plain_arms(claim) else []
+        except InputError:
+            pairs = []
+        if pairs and _pair_key(pairs[-1]) not in seen:
+            seen.add(_pair_key(pairs[-1]))
+            steps = ", ".join(f"{arm} at {step:,}" for arm, step in pairs[-1].items())
+            found.append(_alternative("basis", f"{basis}: {steps} steps", judge_one(_at_pair(claim, pairs[-1]), root, rules)))
+    return found
+
+
+def _pair_key(pair):
+    return tuple(sorted(pair.items()))
+
+
+def _two_plain_arms(claim):
     bs = claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
-    if len(bs) != 1 or "equal images" not in rules["robustness"]["bases"]:
-        return []
-    a, b = claim["a"], bs[0]
-    ca, cb = conditions_of(claim["arms"][a]), conditions_of(claim["arms"][b])
-    if len(ca) != 1 or len(cb) != 1:
-        return []
-    pair = robustness.equal_images_steps(gates.rungs_of(ca[0], root), gates.rungs_of(cb[0], root),
-                                         _images_per_step(ca[0], root), _images_per_step(cb[0], root))
-    if not pair:
-        return []
-    judged = judge_one(claim_at(claim, None, {a: pair[0], b: pair[1]}), root, rules)
-    return [_alternative("basis", f"equal images: {a} at {pair[0]}, {b} at {pair[1]} steps", judged)]
+    return len(bs) == 1 and len(claim["arms"]) == 2 and all(
+        len(conditions_of(spec)) == 1 for spec in claim["arms"].values())
 
 
-def _convergence(claim, rungs, root, rules):
-    """Each arm's move over the last doubling before the top rung (gates.convergence)."""
-    arms = {name: gates.convergence(lambda s, spec=spec: at_step(spec, s), rungs, rungs[-1], claim["margin"],
-                                    rules, root)
-            for name, spec in claim["arms"].items()}
+def _convergence(claim, top, root, rules):
+    """Each arm's move over the last doubling before its step in the primary pair (gates.convergence)."""
+    arms = {}
+    for name, spec in claim["arms"].items():
+        rungs = sorted(set.intersection(*(set(gates.rungs_of(c, root)) for c in conditions_of(spec))))
+        arms[name] = gates.convergence(lambda s, spec=spec: at_step(spec, s), rungs, top[name], claim["margin"],
+                                       rules, root)
     known = [a["converged"] for a in arms.values() if a["converged"] is not None]
     return {"threshold": rules["convergence_fraction"] * claim["margin"], "arms": arms,
             "converged": all(known) if known else None}
@@ -198,6 +261,8 @@ def _why(c):
         return ""
     lo, hi = c["diff_ci95"]
     m = c["margin"]
+    if c["verdict"] == "contradicted" and c.get("direction") == "equal":
+        return f"the claim predicts no effect, but the interval [{lo:.3g}, {hi:.3g}] lies beyond the margin +-{m:g}"
     if c["verdict"] == "contradicted":
         return f"the effect runs against the claim beyond the margin (interval [{lo:.3g}, {hi:.3g}] below -{m:g})"
     if c["verdict"] == "no meaningful effect":

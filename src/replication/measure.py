@@ -23,10 +23,9 @@ import numpy as np
 from .io import read_json
 
 STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
-                    "tiny_simclr": "tiny_simclr"}
+                    "tiny_simclr": "tiny_simclr", "limits": "limits"}
 TRAINING_FIELDS = ("condition", "seed", "status", "config", "rung_loss", "loss")
-EVALUATION_FIELDS = ("condition", "seed", "status", "rungs", "at", "eval", "control")
-CONTROL_FIELDS = ("condition", "seed", "calibrated")
+EVALUATION_FIELDS = ("condition", "seed", "status", "rungs", "at", "eval", "control", "bn", "control_uncalibrated")
 
 
 class InputError(Exception):
@@ -37,7 +36,7 @@ def producing_stage(path):
     """The DVC stage that writes a result file: pretrain@<study>, evaluate@<study>, an example's
     stage or determinism."""
     parts = Path(path).parts
-    if len(parts) > 2 and parts[1] in ("pretrain", "evaluate", "control"):
+    if len(parts) > 2 and parts[1] in ("pretrain", "evaluate"):
         return f"{parts[1]}@{parts[2]}"
     if len(parts) > 2 and parts[1] == "examples":
         return STAGE_OF_EXAMPLE.get(Path(path).stem, "analyze")
@@ -75,6 +74,21 @@ def dig(record, path, where="record"):
     return dig(value, rest, where) if rest else value
 
 
+RUNG = re.compile(r"\{rung:(\d+)\}")
+
+
+def rung_of(record, index):
+    """The index-th trained rung an evaluation record holds (0: the budget, 1: the first ladder rung),
+    so that a key can name a rung whatever a profile scales the steps by."""
+    trained = sorted(int(r) for r in record.get("rungs") or [] if int(r) > 0)
+    return trained[index] if index < len(trained) else None
+
+
+def with_rungs(key, record):
+    """A key with each '{rung:K}' replaced by that record's K-th trained rung."""
+    return RUNG.sub(lambda m: str(rung_of(record, int(m.group(1)))), key)
+
+
 def _value(record, spec, where):
     if "ratio" in spec:
         a, b = spec["ratio"]
@@ -82,7 +96,7 @@ def _value(record, spec, where):
     if "difference" in spec:
         a, b = spec["difference"]
         return dig(record, a, where) - dig(record, b, where)
-    return dig(record, spec["key"], where)
+    return dig(record, with_rungs(spec["key"], record), where)
 
 
 def seed_order(path):
@@ -183,7 +197,7 @@ def conditions_of(spec):
     names = []
     for pattern in patterns(spec):
         found = Path(pattern).parts
-        if len(found) > 3 and found[1] in ("pretrain", "evaluate", "control") and found[3] not in names:
+        if len(found) > 3 and found[1] in ("pretrain", "evaluate") and found[3] not in names:
             names.append(found[3])
     return names
 
@@ -230,7 +244,7 @@ def _check_fields(path, record, fields):
 
 
 def check_inputs(conditions, root="."):
-    """Every training, evaluation and control record the resolved configuration (resolved/
+    """Every training and evaluation record the resolved configuration (resolved/
     conditions.json: seeds, and each condition's study and rungs) expects, present and complete: a
     finished run evaluated at every rung it reached. Raises InputError on the first gap."""
     for name, info in conditions["conditions"].items():
@@ -244,8 +258,6 @@ def check_inputs(conditions, root="."):
             if (training["condition"], training["seed"]) != (name, seed) or \
                     (evaluation["condition"], evaluation["seed"]) != (name, seed):
                 raise InputError(f"{path}: records another run than {name} seed {seed}; {_fix(path)}")
-            control = f"results/control/{run}"
-            _check_fields(control, read_record(control, root), CONTROL_FIELDS)
             reached = [int(s) for s in training["rung_loss"]] if training["status"] != "ok" else info["rungs"]
             absent = [s for s in reached if str(s) not in evaluation["at"]]
             if absent:

@@ -10,6 +10,7 @@ dated after the registration; it is then judged twice, by the current rule and b
 and both verdicts are shown. A claim changed without such an amendment stops the analysis.
 """
 import datetime
+import re
 import hashlib
 import json
 from pathlib import Path
@@ -63,15 +64,24 @@ def load(root="."):
 
 
 def add_to_analysis_deps(dvc_yaml="dvc.yaml"):
-    """Make the analyze stage depend on the record (from registration on, a changed or deleted
-    record reruns or stops the analysis). Returns whether dvc.yaml changed."""
+    """Make the analyze and report stages depend on the record (from registration on, a changed or
+    deleted record reruns or stops them). Returns whether dvc.yaml changed."""
     path = Path(dvc_yaml)
     text = path.read_text()
-    anchor = "      - analysis/claims.yaml\n"
-    if f"      - {RECORD}\n" in text or anchor not in text:
-        return False
-    path.write_text(text.replace(anchor, anchor + f"      - {RECORD}\n", 1))
-    return True
+    changed = False
+    for stage in ("analyze", "report"):
+        start = text.index(f"\n  {stage}:\n")
+        following = re.search(r"\n  [\w@-]+:\n", text[start + 1:])
+        end = start + 1 + following.start() if following else len(text)
+        deps = text.index("    deps:\n", start)
+        if deps > end or f"      - {RECORD}\n" in text[start:end]:
+            continue
+        anchor = deps + len("    deps:\n")
+        text = text[:anchor] + f"      - {RECORD}\n" + text[anchor:]
+        changed = True
+    if changed:
+        path.write_text(text)
+    return changed
 
 
 def check(record, rules, claims, root="."):

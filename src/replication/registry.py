@@ -26,8 +26,9 @@ ClaimId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
 # section holds results of the literature that the documents quote.
 DOCUMENT_SECTIONS = {"ntxent-example", "tiny-simclr", "toy2d", "analytic"}
 
-_METRIC = r"(h|z)\.(alignment|uniformity|linear|knn|wknn|tolerance|tolerance_centred|rotation|rotation_mlp)"
-EVALUATION_KEY = re.compile(rf"^(eval|control|at\.(\{{step\}}|\d+))\.({_METRIC}|contrastive_top1)$")
+_METRIC = (r"(h|z)\.(alignment|uniformity|linear|linear_full|knn|knn_centred|wknn|tolerance|tolerance_centred|"
+           r"rotation|rotation_mlp|colour)")
+EVALUATION_KEY = re.compile(rf"^(eval|control|at\.(\{{step\}}|\{{rung:\d+\}}|\d+))\.({_METRIC}|contrastive_top1)$")
 TRAINING_KEY = re.compile(r"^(status|loss|steps_done|rung_loss\.(\{step\}|\d+)|learned_scalars\.\w+)$")
 
 
@@ -156,7 +157,7 @@ class Paired(Claim):
     kind: Literal["paired"]
     a: str
     b: str | Annotated[list[str], Field(min_length=1)]
-    direction: Literal["greater", "less"]
+    direction: Literal["greater", "less", "equal"]   # equal: predicts no effect beyond +-margin
     margin: NonNegative
     arms: Annotated[dict[str, Spec], Field(min_length=2)]
     ladder: bool = False
@@ -166,6 +167,17 @@ class Paired(Claim):
     @property
     def bs(self):
         return self.b if isinstance(self.b, list) else [self.b]
+
+    @model_validator(mode="after")
+    def _basis_pairs_two_runs(self):
+        """A ladder claim judged at a compute basis pairs one rung of a with one of b: two arms, each
+        one condition's runs (robustness.matched_steps)."""
+        if self.ladder and self.basis not in ("equal steps", "equal updates"):
+            plain = all(isinstance(spec.files, str) for spec in self.arms.values())
+            if len(self.bs) != 1 or len(self.arms) != 2 or not plain:
+                raise ValueError(f"basis: '{self.basis}' on a ladder needs two arms, a and one b, each "
+                                 "reading one condition's files")
+        return self
 
     @model_validator(mode="after")
     def _arms_named(self):
@@ -195,7 +207,7 @@ class Failure(Claim):
 class Correlation(Claim):
     kind: Literal["correlation"]
     runs: Spec
-    x: str
+    x: str | Annotated[list[str], Field(min_length=2, max_length=2)]   # two: each given the other (jointly)
     y: str
     direction: Literal["greater", "less"]
     margin: NonNegative
@@ -212,9 +224,9 @@ KINDS = {m.model_fields["kind"].annotation.__args__[0]: m
 
 class Robustness(Strict):
     """The registered alternatives every paired claim is re-judged under (robustness.py)."""
-    probes: list[Literal["linear", "knn", "wknn"]]
+    probes: list[Literal["linear", "knn", "knn_centred", "wknn", "linear_full"]]
     rungs: Literal["last doubling", "none"]
-    bases: list[Literal["equal images"]]
+    bases: list[Literal["equal steps", "equal images", "equal encoder passes"]]
     multiplicity: list[Literal["bh"]]
 
 
@@ -289,7 +301,7 @@ def _check_reads(claim, conditions, path):
                 schema = TRAINING_KEY if parts[1] == "pretrain" else EVALUATION_KEY
                 keys = [spec.key] if spec.key else (spec.ratio or spec.difference or [])
                 if isinstance(claim, Correlation):
-                    keys = [*keys, claim.x, claim.y]
+                    keys = [*keys, *(claim.x if isinstance(claim.x, list) else [claim.x]), claim.y]
                 for key in keys:
                     if not schema.match(key):
                         raise RegistryError(f"{path}: claim {claim.id}: {where}.key: {key!r} is not a field of "

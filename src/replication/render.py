@@ -33,6 +33,7 @@ dl.legend dt { font-weight: 600; } dl.legend dd { margin: 0; }
 details.claim { border-top: 1px solid #e3e3e3; padding: 0.15em 0; font-size: 0.92em; }
 details.claim > summary { cursor: pointer; } details.claim table.detail th { width: 8em; }
 details.amend { margin: 0.2em 0 0.4em 1em; } details.amend ul { margin: 0.2em 0; }
+details.deviations > summary { cursor: pointer; margin: 0.4em 0; }
 p.claims-head { font-weight: 600; margin-top: 1em; }
 figure { margin: 0.8em 0; } figure svg { max-width: 100%; height: auto; }
 figcaption { font-size: 0.85em; color: #444; }
@@ -63,6 +64,8 @@ def render_notebook(source, output):
         os.environ.setdefault(variable, str(cache / folder))
     notebook = jupytext.read(source)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for i, cell in enumerate(notebook.cells):      # nbformat draws random cell ids; the page keeps them
+        cell.id = f"cell-{i}"
     NotebookClient(notebook, kernel_name="python3", timeout=600,
                    resources={"metadata": {"path": str(Path.cwd())}}).execute()
     body, _ = HTMLExporter(template_name="basic", exclude_input=True, exclude_input_prompt=True,
@@ -80,6 +83,20 @@ def git_commit():
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def git_last_commit(path):
+    """(commit, date) of the last commit that changed `path`: the commit that added its current
+    content; ("not committed", None) when no commit holds its current content, ("unknown", None)
+    without git or outside a repository."""
+    git = lambda *args, check=True: subprocess.run(["git", *args], capture_output=True, text=True,
+                                                   check=check).stdout
+    try:
+        changed = git("status", "--porcelain", "--", str(path)).strip()
+        last = git("log", "-1", "--format=%H %cs", "--", str(path), check=False).split()   # fails before a first commit
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", None
+    return (last[0], last[1]) if len(last) == 2 and not changed else ("not committed", None)
 
 
 def git_dirty():

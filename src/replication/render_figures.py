@@ -7,6 +7,8 @@ own marker shape, so colour is never the only cue.
 import html
 import io
 import re
+import textwrap
+from contextlib import contextmanager
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -199,31 +201,44 @@ def step_axis(ax, steps, fontsize=8):
     ax.xaxis.set_minor_locator(NullLocator())
 
 
+def families_of(dataset):
+    """Each class's family name (glyphs100's superclasses), or None for a dataset without families."""
+    if "superclass" not in dataset:
+        return None
+    return [dataset["superclasses"][s] for s in dataset["superclass"]]
+
+
 def sample_rows(labels, names, families=None, per_row=10, most_rows=12, examples=2):
     """Which images to show: [(row title, [(index, class name), ...]), ...]. With `families` (a family
-    or superclass name per class) one row per family, one image per class of it; otherwise
-    `examples` rows of one image per class. At most `most_rows` rows of `per_row` images."""
+    or superclass name per class) one row per family, one image per class of it, each class named
+    without its family's name; otherwise `examples` rows of one image per class. At most `most_rows`
+    rows of `per_row` images."""
     labels = np.asarray(labels)
-    present = [k for k in range(len(names)) if (labels == k).sum() >= examples]
+    present = [k for k in range(len(names)) if (labels == k).sum() >= (1 if families else examples)]
     pick = lambda k, j=0: int(np.flatnonzero(labels == k)[j])
     if families:
         members = {}
         for k in present:
             members.setdefault(families[k], []).append(k)
-        return [(family, [(pick(k), names[k]) for k in ks[:per_row]]) for family, ks in list(members.items())[:most_rows]]
+        short = lambda k: names[k].removeprefix(families[k]).lstrip(" +:-") or names[k]
+        return [(family, [(pick(k), short(k)) for k in ks[:per_row]]) for family, ks in list(members.items())[:most_rows]]
     return [(None, [(pick(k, j), names[k]) for k in present[:per_row]]) for j in range(min(examples, most_rows))]
 
 
-def sample_grid(images, rows):
-    """The images of `sample_rows`, each titled with its class, a row's family at its left."""
+def image_grid(rows):
+    """rows: [(row title, [(image (3, H, W), title), ...])] as a grid of images, the row's title at its
+    left; an image's title is printed only where it differs from the one above it."""
     width = max(len(row) for _, row in rows)
-    fig, axes = plt.subplots(len(rows), width, figsize=(0.95 * width, 1.1 * len(rows)), squeeze=False)
-    for line, (family, row) in zip(axes, rows):
-        for ax, (i, name) in zip(line, row):
-            ax.imshow(np.transpose(np.asarray(images[i]), (1, 2, 0)).clip(0, 1), interpolation="nearest")
-            ax.set_title(name, fontsize=7)
-        if family:
-            line[0].set_ylabel(family, fontsize=7, rotation=0, ha="right")
+    fig, axes = plt.subplots(len(rows), width, figsize=(0.95 * width, 1.1 * len(rows) + 0.2), squeeze=False)
+    above = [None] * width
+    for line, (row_title, row) in zip(axes, rows):
+        for j, (ax, (image, title)) in enumerate(zip(line, row)):
+            ax.imshow(np.transpose(np.asarray(image), (1, 2, 0)).clip(0, 1), interpolation="nearest")
+            if title != above[j]:
+                ax.set_title(textwrap.fill(title, 14), fontsize=7)
+            above[j] = title
+        if row_title:
+            line[0].set_ylabel(row_title, fontsize=8, rotation=0, ha="right", va="center")
     for ax in axes.flat:
         ax.set_xticks([]), ax.set_yticks([])
         if not ax.images:
@@ -231,13 +246,64 @@ def sample_grid(images, rows):
     return fig
 
 
-def views_row(original, views):
-    """One image and its augmented views in a row."""
-    fig, axes = plt.subplots(1, len(views) + 1, figsize=(0.95 * (len(views) + 1), 1.2))
-    for ax, image, title in zip(axes, [original, *views], ["original"] + [f"view {i + 1}" for i in range(len(views))]):
-        ax.imshow(np.transpose(np.asarray(image), (1, 2, 0)).clip(0, 1), interpolation="nearest")
-        ax.set_title(title, fontsize=7), ax.set_xticks([]), ax.set_yticks([])
-    return fig
+def sample_grid(images, rows):
+    """The images of `sample_rows`, titled with their class, a row's family at its left."""
+    return image_grid([(family, [(images[i], name) for i, name in row]) for family, row in rows])
+
+
+def augment_options(run_config):
+    """A resolved run configuration's augmentation options: the keyword parameters of
+    contrastive.augment.augment (blur, colour, colour_strength, crop_min_side, ...), matched by name,
+    so that the views drawn here follow every augmentation knob the run trains with."""
+    import inspect
+
+    from contrastive.augment import augment
+    names = [name for name in inspect.signature(augment).parameters if name not in ("x", "gen")]
+    return {name: run_config[name] for name in names if name in run_config}
+
+
+def augmented_views(images, options, n_views, seed=0):
+    """`n_views` augmented views of each image of `images` (n, 3, H, W): (n, n_views, 3, H, W), drawn
+    by contrastive.augment.augment with `options` from a generator seeded with `seed`."""
+    import torch
+
+    from contrastive.augment import augment
+    x = torch.as_tensor(np.asarray(images))
+    views = augment(x.repeat_interleave(n_views, 0), torch.Generator().manual_seed(seed), **options)
+    return views.reshape(len(x), n_views, *x.shape[1:]).numpy()
+
+
+def views_grid(rows):
+    """rows: [(title, image (3, H, W), views (k, 3, H, W))]: per row the image, then its views; the
+    row's title at its left."""
+    return image_grid([(title, [(image, "image")] + [(v, f"view {i + 1}") for i, v in enumerate(views)])
+                       for title, image, views in rows])
+
+
+def dataset_figures(dataset, run_config=None, n_views=6, seed=0):
+    """The data section's figures of a dataset: sample images (a row per family and an image per
+    class of it, or rows of one image per class) and, given a run configuration, each row's first
+    image with `n_views` views under that run's augmentation (else None). Returns (samples, views)."""
+    rows = sample_rows(dataset["y_train"].numpy(), dataset["classes"], families_of(dataset))
+    samples = sample_grid(dataset["x_train"].numpy(), rows)
+    if run_config is None:
+        return samples, None
+    originals = dataset["x_train"][[row[0][0] for _, row in rows]].numpy()
+    views = augmented_views(originals, augment_options(run_config), n_views, seed)
+    titles = [family or row[0][1] for family, row in rows]
+    return samples, views_grid(list(zip(titles, originals, views)))
+
+
+@contextmanager
+def seeded_global_numpy(seed):
+    """NumPy's global generator seeded with `seed` inside the block and restored after it, so that a
+    library drawing from it draws the same numbers in every render."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
 
 
 def seed_plot(ax, df, x, y, hue=None, order=None):
@@ -247,7 +313,8 @@ def seed_plot(ax, df, x, y, hue=None, order=None):
     from .stats import t_interval
     levels = df[hue].nunique() if hue else 1
     dodge = levels > 1              # seaborn divides by (levels - 1) when it dodges
-    sns.stripplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=dodge, alpha=0.6, size=5, jitter=0.15)
+    with seeded_global_numpy(0):    # seaborn draws the jitter from NumPy's global generator
+        sns.stripplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=dodge, alpha=0.6, size=5, jitter=0.15)
     sns.pointplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=0.4 if dodge else False,
                   errorbar=lambda values: tuple(t_interval(values)), linestyle="none", markers="_", markersize=18,
                   palette=["black"] * levels if hue else None, color=None if hue else "black", legend=False)

@@ -323,6 +323,64 @@ def claim_list(claims, shared):
     return "".join(claim_details(c, shared) for c in claims)
 
 
+def registration_section(record, judged_under, commit, claims):
+    """The registration on the page: its date, the sha256 of every registered file, whether the
+    verdicts were judged under it (`judged_under`: the registration date the analysis ran under,
+    reports/summary.json's registered_on; the analysis stops when a registered file differs, so a
+    match means the judged files matched), the commit that added the record, and each amendment made
+    after it with the verdict under the rule as registered. `record` None: not registered yet."""
+    if record is None:
+        return ("<p><b>Not registered.</b> No analysis/registration.json: the verdicts on this page are not yet "
+                "judged by registered rules (tools/register.py writes the record before a full run).</p>")
+    date = record.get("date")
+    if judged_under == date:
+        match = ("yes: before judging, the analysis compared the sha256 of every registered file with the record "
+                 "and judged under this registration")
+    elif judged_under is None:
+        match = "no: reports/claims.json was judged before this registration (rerun the analysis)"
+    else:
+        match = f"no: reports/claims.json was judged under the registration of {esc(judged_under)}"
+    sha, day = commit
+    files = "".join(f"<tr><td><code>{esc(path)}</code></td><td><code>{esc(digest)}</code></td></tr>"
+                    for path, digest in sorted((record.get("sha256") or {}).items()))
+    files += f"<tr><td>the registry's rules</td><td><code>{esc(record.get('rules_sha256'))}</code></td></tr>"
+    return (f"<p><b>Rules registered on {esc(date)}</b> (analysis/registration.json, added by commit "
+            f"<code>{esc(sha)}</code>{f' of {esc(day)}' if day else ''}). Judged files match the registration: "
+            f"{match}.</p><details><summary>The registered sha256 of {len(record.get('sha256') or {})} files and of "
+            f"the rules</summary><table class='registered'><tr><th>file</th><th>sha256 at registration</th></tr>"
+            f"{files}</table></details>{post_registration_table(claims)}")
+
+
+def post_registration_table(claims):
+    """Every claim amended after the registration: the amendment, the verdict now and the verdict
+    under its rule as registered (claims.json's frozen_verdict; a claim new since has none)."""
+    rows = []
+    for c in claims:
+        late = [a for a in rc.amendments(c) if a.get("post_registration")]
+        if not late and "frozen_verdict" not in c:
+            continue
+        frozen = badge(c["frozen_verdict"]) if c.get("frozen_verdict") else "– (not registered: a claim new since)"
+        what = "<br>".join(f"{esc(a.get('date'))}: <b>what</b>: {esc(a.get('what'))} <b>why</b>: {esc(a.get('why'))}"
+                           for a in late) or "–"
+        rows.append(f"<tr><td>{link(c)}</td><td>{what}</td><td>{badge(c['verdict'])}</td><td>{frozen}</td></tr>")
+    if not rows:
+        return "<p>No rule has been amended since the registration.</p>"
+    return (f"<p>{len(rows)} claims amended after the registration, each judged by its current rule and by the rule "
+            "as registered:</p><table class='post-registration'><tr><th>claim</th><th>amendment</th>"
+            "<th>verdict now</th><th>verdict under the registered rule</th></tr>" + "".join(rows) + "</table>")
+
+
+def stage_table(stage_times):
+    """reports/stage_times.json as a table: each stage's wall time, its share in DVC, the CPU and
+    the precision it ran at (records written before precision was recorded say so), the date."""
+    head = ("<tr><th>stage</th><th>seconds</th><th>of which in DVC</th><th>CPU</th><th>precision</th>"
+            "<th>date</th></tr>")
+    rows = "".join(f"<tr><td>{esc(name)}</td><td>{esc(r.get('seconds'))}</td><td>{esc(r.get('seconds_in_dvc'))}</td>"
+                   f"<td>{esc(r.get('cpu'))}</td><td>{esc(r.get('precision') or 'not recorded')}</td>"
+                   f"<td>{esc(r.get('date'))}</td></tr>" for name, r in sorted(stage_times.items()))
+    return f"<table class='stages'>{head}{rows}</table>"
+
+
 def toc(entries):
     """The table of contents, kept in view beside the page."""
     items = "".join(f"<li><a href='#sec-{esc(name)}'>{esc(title)}</a></li>" for name, title in entries)

@@ -53,20 +53,23 @@ def training_tasks(study):
 def train_run(seed, condition, cfg, execution, data_settings, data_dir="data"):
     """One training run to the condition's last rung: (record, {step: state_dict} at each rung
     reached). The record holds, per rung, the mean training loss of the steps just before it
-    (`rung_loss`), and the final value of every learned scalar (SigLIP's log t and b). A diverged or
-    collapsed run stops early and keeps the checkpoints of the rungs it reached. A condition with
-    ranks > 1 runs in that many gloo processes (unless already launched by torchrun)."""
+    (`rung_loss`), and the final value of every learned scalar (SigLIP's log t and b); a learned
+    temperature also as itself, at each rung (`rung_tau`) and at the end (`tau_final`). A diverged
+    or collapsed run stops early and keeps the checkpoints of the rungs it reached. A condition
+    with ranks > 1 runs in that many gloo processes (unless already launched by torchrun)."""
     if cfg.ranks > 1 and world_size() == 1:
         return run_on_ranks(cfg.ranks, train_run, seed, condition, cfg, execution, data_settings, data_dir)
     torch.set_num_threads(execution.threads)
     device = select_device(execution.device)
     data = dataset_for(cfg.dataset, data_settings, data_dir)
-    states, rung_loss, wanted = {}, {}, set(cfg.rungs)
+    states, rung_loss, rung_tau, wanted = {}, {}, {}, set(cfg.rungs)
 
     def snapshot(step, method, recent_loss):
         if step in wanted:
             states[step] = {k: v.detach().cpu().clone() for k, v in method.state_dict().items()}
             rung_loss[step] = recent_loss
+            if cfg.learn_tau:
+                rung_tau[str(step)] = method.criterion.tau().item()
 
     with Timer() as clock:
         torch.manual_seed(seed)
@@ -79,6 +82,8 @@ def train_run(seed, condition, cfg, execution, data_settings, data_dir="data"):
         horizon = math.inf if cfg.momentum == 1 else 1 / (1 - cfg.momentum)
         record["key_horizon_steps"] = None if math.isinf(horizon) else horizon
         record["horizon_over_steps"] = None if math.isinf(horizon) else horizon / cfg.steps
+    if cfg.learn_tau:
+        record["rung_tau"], record["tau_final"] = rung_tau, method.criterion.tau().item()
     record = {"condition": condition, "seed": seed, "config": cfg.model_dump(),
               "n_data": len(data["x_train"]), "n_classes": len(data["classes"]), **record,
               "rung_loss": {str(step): loss for step, loss in sorted(rung_loss.items())},

@@ -115,3 +115,13 @@ def ladder_trend(steps, effects, margin, first_verdict, top_verdict):
         label = "unclear"
     return {"label": label, "slope_per_decade": float(np.mean(slopes)), "slope_ci95": [lo, hi],
             "slopes": slopes, "seeds": seeds, "steps": list(steps)}
+
+
+def rank_correlation(x, y, given=None):
+    """Spearman's rho of x and y; with `given`, the partial rank correlation of x and y given it:
+    (r_xy - r_xg r_yg) / sqrt((1 - r_xg^2)(1 - r_yg^2)) over the Spearman correlations."""
+    rho = lambda u, v: float(stats.spearmanr(u, v)[0])
+    if given is None:
+        return rho(x, y)
+    r_xy, r_xg, r_yg = rho(x, y), rho(x, given), rho(y, given)
+    return (r_xy - r_xg * r_yg) / math.sqrt((1 - r_xg ** 2) * (1 - r_yg ** 2))

@@ -8,6 +8,11 @@ Class labels never reach the loss; they colour the plots and score a 10-NN class
 Random streams per seed: [seed, 0] draws the class centres and the held-out pairs, [seed, 1]
 the initial weights, [seed, 2] the training batches. Every temperature of a seed therefore
 starts from the same weights and sees the same batches (paired comparisons).
+
+The document gives neither the class spread nor the view noise. One calibration target (the
+untrained encoder's 10-NN accuracy) fixes only their combination, since the untrained encoder sees
+x + view noise, whose spread around the class centre is sqrt(spread^2 + noise^2). view_noise_sweep
+reruns everything at several view noises, each with the class spread re-fitted to the same target.
 """
 import numpy as np
 
@@ -142,6 +147,49 @@ def run(seed, tau, p, objective=contrastive_objective):
     after = held_out_metrics(params, x1, x2, labels, tau, p.batch, p.knn_k)
     return {"seed": seed, "tau": tau, "before": before, "after": after, "final_train_loss": float(loss),
             "angles_before": angles_before, "angles_after": angles(), "labels": labels.tolist()}
+
+
+def untrained_knn(seed, p):
+    """The untrained encoder's k-NN accuracy on the seed's held-out first views: run()'s before.knn,
+    from the same draws, without training."""
+    problem = Problem(np.random.default_rng([seed, 0]), p.n_classes, p.class_spread, p.view_noise)
+    held_rng = np.random.default_rng([seed, 0, 1])
+    x, labels = problem.samples(p.n_eval, held_rng)
+    params = init_params(np.random.default_rng([seed, 1]))
+    return knn_accuracy(forward(params, problem.view(x, held_rng))[0], labels, p.knn_k)
+
+
+def fit_class_spread(view_noise, p, upper=2.0, halvings=14):
+    """The class spread at which the mean untrained k-NN accuracy over p.calibration_seeds meets
+    p.calibration_knn, for this view noise: bisection on [0, upper] (the accuracy falls as the spread
+    grows; the draws are fixed, so it is a step function and the fit lands on a step). Returns the
+    spread and the mean accuracy there."""
+    def mean_knn(spread):
+        q = p.model_copy(update={"class_spread": spread, "view_noise": view_noise})
+        return float(np.mean([untrained_knn(seed, q) for seed in p.calibration_seeds]))
+
+    low, high = 0.0, upper                   # mean_knn(low) >= target > mean_knn(high), when reachable
+    for _ in range(halvings):
+        middle = (low + high) / 2
+        low, high = (middle, high) if mean_knn(middle) >= p.calibration_knn else (low, middle)
+    return low, mean_knn(low)
+
+
+def view_noise_sweep(p):
+    """Every seed x tau again at each view noise of p.sweep_view_noise, with the class spread
+    re-fitted to the calibration target: the record of each run (without its angles) with the
+    two settings it ran at, and the fits."""
+    fits, runs = [], []
+    for view_noise in p.sweep_view_noise:
+        spread, knn = fit_class_spread(view_noise, p)
+        fits.append({"view_noise": view_noise, "class_spread": spread, "calibration_knn": knn})
+        q = p.model_copy(update={"class_spread": spread, "view_noise": view_noise})
+        for tau in p.taus:
+            for seed in p.seeds:
+                r = run(seed, tau, q)
+                runs.append({"view_noise": view_noise, "class_spread": spread,
+                             **{k: v for k, v in r.items() if k not in ("angles_before", "angles_after", "labels")}})
+    return {"fits": fits, "runs": runs}
 
 
 def gradient_check(seed=0, tau=0.5, n=16, eps=1e-6):

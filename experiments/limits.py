@@ -1,0 +1,11 @@
+"""Stage limits: the loss's limits on constructed data with exact answers (the InfoNCE bound's gap,
+the floor of a class-collapsed encoder, Wang & Isola's decomposition at finite M)."""
+import torch
+
+from replication.config import Limits, read_resolved
+from replication.examples import limits
+from replication.io import write_json
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)          # small float64 work; one thread keeps the sums' order fixed
+    write_json("results/examples/limits.json", limits.run(read_resolved("examples/limits", Limits)))

@@ -1,0 +1,224 @@
+"""The report's "Setup and deviations" table: each design choice in which this study differs from
+the papers where the difference could decide an outcome, the paper's value beside ours.
+
+analysis/deviations.yaml lists the entries. Each has the setting; the paper's value and where the
+paper gives it; OUR value as a template; why we differ; and the claims it can affect (ids of
+reports/claims.json, or `all trained`: every claim judged on a trained encoder).
+
+Our side is never typed: each placeholder {file:key.path} of the template is read at render time
+from resolved/<file>.json (key.path: keys separated by dots), and {derived:name} from the facts in
+`derived_facts`, computed from the resolved files and the pipeline's run records. The text around
+the placeholders may hold no number, so none on our side can drift from the configuration that
+ran. A bad file, a path that resolves to nothing or an unknown claim id is one DeviationError line
+that names the entry.
+"""
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .io import load_yaml
+from .render_claims import slug
+from .render_html import esc
+from .render_markdown import cell
+
+DEVIATIONS = Path("analysis/deviations.yaml")
+PLACEHOLDER = re.compile(r"\{([^{}:]+):([^{}]+)\}")
+TYPED_NUMBER = re.compile(r"(?<!\w)\d[\d.,]*")     # a number, not the digits of a name (MoCo v2, fp32)
+REFERENCE_ARM = ("pretrain/simclr_mocov2", "simclr")    # the default arm: resolved file and condition
+ALL_TRAINED = "all trained"
+MISSING = object()                                      # a key path that leads nowhere
+
+
+class DeviationError(Exception):
+    """analysis/deviations.yaml cannot be shown; str(e) is the one line to print."""
+
+
+def _read_never_typed(template):
+    if not PLACEHOLDER.search(template):
+        raise ValueError("needs at least one {file:key.path} placeholder: our value is read, never typed")
+    typed = TYPED_NUMBER.findall(PLACEHOLDER.sub("", template))
+    if typed:
+        raise ValueError(f"holds the typed number {typed[0]!r} outside a placeholder; read it from the "
+                         "resolved configuration instead")
+    return template
+
+
+Text = Annotated[str, Field(min_length=1)]
+
+
+class Deviation(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    setting: Text
+    paper: Text                                # the paper's value
+    source: Text                               # where the paper gives it: "SimCLR, Sec. 2.3"
+    ours: Annotated[str, AfterValidator(_read_never_typed)]
+    why: Text
+    claims: Annotated[list[Text], Field(min_length=1)] | Literal["all trained"]   # ALL_TRAINED
+
+
+class DeviationsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    deviations: Annotated[list[Deviation], Field(min_length=1)]
+
+    @field_validator("deviations")
+    @classmethod
+    def _settings_unique(cls, entries):
+        settings = [e.setting for e in entries]
+        repeated = sorted({s for s in settings if settings.count(s) > 1})
+        if repeated:
+            raise ValueError(f"setting {repeated[0]!r} is listed twice")
+        return entries
+
+
+def _where(loc, raw):
+    """An error location as words: "entry 3 ('batch sizes'): ours"."""
+    if len(loc) >= 2 and loc[0] == "deviations" and isinstance(loc[1], int):
+        entries = raw.get("deviations") if isinstance(raw, dict) else None
+        entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
+        name = f" ({entry.get('setting')!r})" if isinstance(entry, dict) and entry.get("setting") else ""
+        field = ".".join(str(p) for p in loc[2:3])
+        return f"entry {loc[1] + 1}{name}" + (f": {field}" if field else "")
+    return ".".join(str(p) for p in loc) or "the file"
+
+
+def load_deviations(path=DEVIATIONS):
+    """The validated entries of analysis/deviations.yaml (DeviationError: one line)."""
+    path = Path(path)
+    try:
+        raw = load_yaml(path.read_text())
+    except OSError:
+        raise DeviationError(f"{path}: missing; the report's setup table is read from it") from None
+    except yaml.YAMLError as e:                           # a key given twice included
+        raise DeviationError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
+    try:
+        return DeviationsFile.model_validate(raw).deviations
+    except ValidationError as e:
+        first = e.errors()[0]
+        message = first["msg"].removeprefix("Value error, ")
+        raise DeviationError(f"{path}: {_where(first['loc'], raw)}: {message}") from None
+
+
+def show(value):
+    """A configuration value as the table prints it."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return " / ".join(show(v) for v in value) or "none"
+    return "none" if value is None else str(value)
+
+
+def lookup(data, dotted):
+    """data[k1][k2]... for dotted = "k1.k2...", or MISSING where a key is absent."""
+    for key in dotted.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return MISSING
+        data = data[key]
+    return data
+
+
+def fill(template, resolved_root, derived):
+    """The template with every placeholder read; a placeholder that resolves to nothing (or to a
+    whole mapping) raises ValueError naming it."""
+    def value(match):
+        file, dotted = match.groups()
+        if file == "derived":
+            found = derived.get(dotted, MISSING)
+            where = "the derived facts (render_deviations.derived_facts)"
+        else:
+            path = Path(resolved_root, f"{file}.json")
+            found = lookup(json.loads(path.read_text()), dotted) if path.is_file() else MISSING
+            where = str(path) if path.is_file() else f"{path} (no such file)"
+        if found is MISSING or isinstance(found, dict):
+            raise ValueError(f"{match.group(0)} resolves to {'nothing' if found is MISSING else 'a mapping'} "
+                             f"in {where}")
+        return show(found)
+    return PLACEHOLDER.sub(value, template)
+
+
+def resolve_deviations(entries, claim_ids, resolved_root="resolved", derived=None, path=DEVIATIONS):
+    """Rows to show: each entry as a dict with `ours` read from the configuration. DeviationError
+    names the entry whose placeholder resolves to nothing or whose claim id is unknown."""
+    rows = []
+    for i, entry in enumerate(entries):
+        name = f"{path}: entry {i + 1} ({entry.setting!r})"
+        try:
+            ours = fill(entry.ours, resolved_root, derived or {})
+        except ValueError as e:
+            raise DeviationError(f"{name}: ours: {e}") from None
+        unknown = [c for c in entry.claims if c not in claim_ids] if entry.claims != ALL_TRAINED else []
+        if unknown:
+            raise DeviationError(f"{name}: claims: {unknown[0]!r} is not a claim of reports/claims.json")
+        rows.append({**entry.model_dump(), "ours": ours})
+    return rows
+
+
+def precision(device, amp):
+    """The arithmetic a training run used: contrastive.train autocasts to bfloat16 only on a CUDA
+    device (with bfloat16 support, as every CUDA GPU since Ampere has) and when amp is set."""
+    return "bf16" if amp and device == "cuda" else "fp32"
+
+
+def derived_facts(resolved_root="resolved", results_root="results"):
+    """Facts of the run that no single resolved value holds, for {derived:name} placeholders:
+    precision: every pretraining run's arithmetic (its recorded device; amp from the reference
+    arm's resolved execution, which every stage shares);
+    train_images, classes: the reference arm's training set (from its run records);
+    epochs: the reference arm's budget in passes over that set (steps x batch / train_images).
+    A fact the files cannot give is left out (a placeholder naming it is then an error)."""
+    file, condition = REFERENCE_ARM
+    facts, reference = {}, Path(resolved_root, f"{file}.json")
+    amp = json.loads(reference.read_text())["execution"]["amp"] if reference.is_file() else None
+    devices = {json.loads(path.read_text()).get("device")
+               for path in Path(results_root, "pretrain").glob("*/*/seed_*.json")}
+    if devices and amp is not None:
+        facts["precision"] = " and ".join(sorted({precision(device, amp) for device in devices}))
+    records = sorted(Path(results_root, file, condition).glob("seed_*.json"))
+    if records:
+        record = json.loads(records[0].read_text())
+        cfg = record["config"]
+        facts.update(train_images=record["n_data"], classes=record["n_classes"],
+                     epochs=round(cfg["steps"] * cfg["batch"] / record["n_data"], 1))
+    return facts
+
+
+def claim_links(entry, link):
+    """The claims an entry can affect, each written by `link(id)`; `all trained` in words."""
+    if entry["claims"] == ALL_TRAINED:
+        return "every claim judged on a trained encoder"
+    return ", ".join(link(c) for c in entry["claims"])
+
+
+def deviations_html(rows):
+    """The setup table as HTML, folded under a summary that names every setting (the page keeps its
+    visible words few): the setting, the papers' value beside ours, why we differ, and the claims it
+    can affect, linked to their details. Every string escaped."""
+    head = "<tr><th>setting</th><th>the papers</th><th>ours</th><th>why</th><th>claims it can affect</th></tr>"
+    body = []
+    for r in rows:
+        claims = claim_links(r, lambda c: f"<a href='#claim-{slug(c)}'><code>{esc(c)}</code></a>")
+        body.append(f"<tr><th>{esc(r['setting'])}</th><td>{esc(r['paper'])} <small>({esc(r['source'])})</small></td>"
+                    f"<td>{esc(r['ours'])}</td><td>{esc(r['why'])}</td><td>{claims}</td></tr>")
+    settings = "; ".join(esc(r["setting"]) for r in rows)
+    return (f"<details class='deviations'><summary>The {len(rows)} settings in which the study differs from the "
+            f"papers, the papers' values beside ours: {settings}</summary><table class='deviations'>{head}"
+            f"{''.join(body)}</table></details>")
+
+
+def deviations_markdown(rows):
+    """The setup table as a Markdown section of reports/claims.md, every cell escaped."""
+    lines = ["| setting | the papers | ours | why | claims it can affect |", "|---|---|---|---|---|"]
+    for r in rows:
+        claims = claim_links(r, lambda c: f"`{cell(c)}`")
+        lines.append(f"| {cell(r['setting'])} | {cell(r['paper'])} ({cell(r['source'])}) | {cell(r['ours'])} | "
+                     f"{cell(r['why'])} | {claims} |")
+    return ("## Setup: where this study differs from the papers\n\n"
+            "Our values are read from the resolved configuration (resolved/) when the report is rendered; the "
+            "papers' values with where they give them.\n\n" + "\n".join(lines) + "\n")

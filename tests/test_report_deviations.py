@@ -1,0 +1,186 @@
+"""The report's setup table (analysis/deviations.yaml): strictly validated, our values read from the
+resolved configuration at render time (never typed), a path that resolves to nothing one error
+line naming the entry, every string escaped in report.html and claims.md."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from replication import render_deviations as rd
+from replication.io import write_json
+
+from test_report_escaping import PAYLOAD, live_markup
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIRED = ["dataset and image size", "encoder", "optimiser and schedule", "learning rate against batch size",
+            "batch sizes", "training length", "crop scale", "colour jitter strength", "blur", "temperature",
+            "projection head width", "the probe", "batch normalisation across devices", "MoCo queue length",
+            "precision", "SigLIP's setting"]
+
+
+def entry(**overrides):
+    return {"setting": "batch", "paper": "4,096", "source": "SimCLR, Sec. 2.3",
+            "ours": "{pretrain/study:conditions.arm.batch} images", "why": "CPU budget", "claims": ["a-claim"],
+            **overrides}
+
+
+def write_deviations(folder, entries):
+    path = folder / "deviations.yaml"
+    path.write_text(yaml.safe_dump({"deviations": entries}, sort_keys=False))
+    return path
+
+
+def resolved(folder):
+    """A resolved/ folder with one study file (an arm with a few kinds of value) and data.json."""
+    write_json(folder / "resolved" / "pretrain" / "study.json", {
+        "execution": {"amp": True}, "conditions": {"arm": {
+            "batch": 4096, "lr": 0.001, "blur": False, "ladder": [1200, 2400], "negatives_kept": None,
+            "dataset": "glyphs100"}}})
+    write_json(folder / "resolved" / "data.json", {"image_size": 32})
+    return folder / "resolved"
+
+
+def one_line_error(tmp_path, entries, claim_ids=("a-claim",), derived=None):
+    path = write_deviations(tmp_path, entries)
+    with pytest.raises(rd.DeviationError) as e:
+        rd.resolve_deviations(rd.load_deviations(path), set(claim_ids), resolved(tmp_path), derived or {}, path)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(str(path))
+    return message
+
+
+def test_placeholders_are_read_from_the_resolved_files_and_shown_plainly(tmp_path):
+    ours = ("{pretrain/study:conditions.arm.dataset} at {data:image_size} x {data:image_size}, batch "
+            "{pretrain/study:conditions.arm.batch}, lr {pretrain/study:conditions.arm.lr}, blur "
+            "{pretrain/study:conditions.arm.blur}, rungs {pretrain/study:conditions.arm.ladder}, kept "
+            "{pretrain/study:conditions.arm.negatives_kept}, {derived:precision}")
+    path = write_deviations(tmp_path, [entry(ours=ours)])
+    rows = rd.resolve_deviations(rd.load_deviations(path), {"a-claim"}, resolved(tmp_path), {"precision": "fp32"}, path)
+    assert rows[0]["ours"] == ("glyphs100 at 32 x 32, batch 4,096, lr 0.001, blur no, rungs 1,200 / 2,400, "
+                               "kept none, fp32")
+    assert rows[0]["paper"] == "4,096" and rows[0]["claims"] == ["a-claim"]
+
+
+def test_a_path_that_resolves_to_nothing_is_one_line_naming_the_entry(tmp_path):
+    message = one_line_error(tmp_path, [entry(setting="first"), entry(setting="batch sizes",
+                                                                      ours="{pretrain/study:conditions.arm.bach}")])
+    assert "entry 2 ('batch sizes'): ours: {pretrain/study:conditions.arm.bach} resolves to nothing in " in message
+    assert "resolved/pretrain/study.json" in message
+    assert "no such file" in one_line_error(tmp_path, [entry(ours="{pretrain/gone:conditions.arm.batch}")])
+    assert "resolves to a mapping" in one_line_error(tmp_path, [entry(ours="{pretrain/study:conditions.arm}")])
+    assert "{derived:epochs} resolves to nothing" in one_line_error(tmp_path, [entry(ours="{derived:epochs}")])
+
+
+def test_an_unknown_claim_id_is_one_line_naming_the_entry(tmp_path):
+    message = one_line_error(tmp_path, [entry(claims=["a-claim", "renamed-claim"])])
+    assert message.endswith("entry 1 ('batch'): claims: 'renamed-claim' is not a claim of reports/claims.json")
+
+
+@pytest.mark.parametrize("bad, expected", [
+    (entry(extra="x"), "entry 1 ('batch'): extra: Extra inputs are not permitted"),
+    (entry(ours="128 images"), "needs at least one {file:key.path} placeholder"),
+    (entry(ours="{data:image_size} of 128 images"), "holds the typed number '128' outside a placeholder"),
+    (entry(ours="{data:image_size}, -10"), "holds the typed number '10'"),
+    (entry(claims=[]), "entry 1 ('batch'): claims"),
+    (entry(claims="all"), "entry 1 ('batch'): claims"),
+    (entry(why=""), "entry 1 ('batch'): why"),
+    (entry(paper=4096), "entry 1 ('batch'): paper: Input should be a valid string"),
+])
+def test_the_file_is_validated_strictly(tmp_path, bad, expected):
+    path = write_deviations(tmp_path, [bad])
+    with pytest.raises(rd.DeviationError) as e:
+        rd.load_deviations(path)
+    assert expected in str(e.value) and "\n" not in str(e.value)
+
+
+def test_names_with_digits_are_not_typed_numbers(tmp_path):
+    path = write_deviations(tmp_path, [entry(ours="MoCo v2 in fp32 and bfloat16: {data:image_size}")])
+    assert rd.load_deviations(path)[0].ours.startswith("MoCo v2")
+
+
+def test_a_repeated_setting_a_repeated_key_and_a_missing_file_are_one_line(tmp_path):
+    path = write_deviations(tmp_path, [entry(), entry()])
+    with pytest.raises(rd.DeviationError, match="setting 'batch' is listed twice"):
+        rd.load_deviations(path)
+    path.write_text("deviations:\n  - setting: a\n    setting: b\n")
+    with pytest.raises(rd.DeviationError, match="not valid YAML") as e:
+        rd.load_deviations(path)
+    assert "\n" not in str(e.value)
+    with pytest.raises(rd.DeviationError, match="missing"):
+        rd.load_deviations(tmp_path / "none.yaml")
+
+
+def test_every_string_is_escaped_in_html_and_markdown(tmp_path):
+    quiet = re.sub(r"\d", "x", PAYLOAD)                   # no typed number in `ours`
+    write_json(tmp_path / "resolved" / "data.json", {"image_size": 32, "name": "glyphs" + PAYLOAD})
+    poisoned = {key: value + PAYLOAD for key, value in entry().items() if key not in ("ours", "claims")}
+    path = write_deviations(tmp_path, [{**poisoned, "ours": "{data:name} " + quiet, "claims": ["c" + PAYLOAD]}])
+    rows = rd.resolve_deviations(rd.load_deviations(path), {"c" + PAYLOAD}, tmp_path / "resolved", {}, path)
+    page = rd.deviations_html(rows)
+    assert live_markup(page) == [] and page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 7   # setting twice
+    assert "href='#claim-id-" in page                      # an unsafe id becomes a digest in the anchor
+    markdown = rd.deviations_markdown(rows)
+    table = [line for line in markdown.splitlines() if line.startswith("| batch")]
+    assert "<script" not in markdown and "<img" not in markdown and len(table) == 1
+    assert len(re.split(r"(?<!\\)\|", table[0])) == 7      # the payload's characters never split a cell
+
+
+def test_all_trained_is_said_in_words(tmp_path):
+    path = write_deviations(tmp_path, [entry(claims="all trained")])
+    rows = rd.resolve_deviations(rd.load_deviations(path), set(), resolved(tmp_path), {}, path)
+    assert "every claim judged on a trained encoder" in rd.deviations_html(rows)
+
+
+def record(folder, study, condition, seed, device, n_data=20000, n_classes=100, steps=300, batch=128):
+    write_json(folder / "results" / "pretrain" / study / condition / f"seed_{seed}.json",
+               {"device": device, "n_data": n_data, "n_classes": n_classes, "config": {"steps": steps, "batch": batch}})
+
+
+def test_derived_facts_come_from_the_run_records_and_the_resolved_execution(tmp_path):
+    study, arm = rd.REFERENCE_ARM
+    write_json(tmp_path / "resolved" / f"{study}.json", {"execution": {"amp": True}})
+    record(tmp_path, Path(study).name, arm, 0, "cpu")
+    facts = rd.derived_facts(tmp_path / "resolved", tmp_path / "results")
+    assert facts == {"precision": "fp32", "train_images": 20000, "classes": 100, "epochs": 1.9}
+    record(tmp_path, "other", "arm", 0, "cuda")
+    assert rd.derived_facts(tmp_path / "resolved", tmp_path / "results")["precision"] == "bf16 and fp32"
+    write_json(tmp_path / "resolved" / f"{study}.json", {"execution": {"amp": False}})
+    assert rd.derived_facts(tmp_path / "resolved", tmp_path / "results")["precision"] == "fp32"
+    assert rd.derived_facts(tmp_path / "none", tmp_path / "none") == {}
+
+
+def test_the_committed_file_covers_every_required_setting_with_known_claims():
+    entries = rd.load_deviations(ROOT / "analysis" / "deviations.yaml")
+    assert [s for s in REQUIRED if s not in {e.setting for e in entries}] == []
+    registry = yaml.safe_load((ROOT / "analysis" / "claims.yaml").read_text())
+    ids = {c["id"] for c in (registry["claims"] if isinstance(registry, dict) else registry)}
+    named = {c for e in entries if e.claims != rd.ALL_TRAINED for c in e.claims}
+    assert named and named <= ids, named - ids
+
+
+def test_the_report_stage_depends_on_every_file_the_committed_file_reads():
+    report = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["report"]["deps"]
+    entries = rd.load_deviations(ROOT / "analysis" / "deviations.yaml")
+    files = {file for e in entries for file, _ in rd.PLACEHOLDER.findall(e.ours) if file != "derived"}
+    assert files and {f"resolved/{f}.json" for f in files} <= set(report), files
+    assert {"analysis/deviations.yaml", f"resolved/{rd.REFERENCE_ARM[0]}.json", "results/pretrain"} <= set(report)
+
+
+def test_the_report_stage_stops_with_one_line_and_writes_nothing(tmp_path):
+    write_json(tmp_path / "reports" / "claims.json", [{"id": "a-claim", "verdict": "reproduced"}])
+    resolved(tmp_path)
+    (tmp_path / "analysis").mkdir()
+    write_deviations(tmp_path / "analysis", [entry(ours="{pretrain/study:conditions.arm.crop_min_side}")])
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "render_report.py").write_text((ROOT / "experiments" / "render_report.py").read_text())
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    result = subprocess.run([sys.executable, "experiments/render_report.py"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: analysis/deviations.yaml: entry 1 ('batch'): ours: "
+                                    "{pretrain/study:conditions.arm.crop_min_side} resolves to nothing")
+    assert not (tmp_path / "reports" / "report.html").exists() and not (tmp_path / "reports" / "claims.md").exists()

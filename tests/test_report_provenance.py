@@ -1,0 +1,129 @@
+"""The report's registration block and provenance: the registration record's date, sha256s, whether
+the verdicts were judged under it, the commit that added it and the post-registration amendments
+with their verdicts under the registered rule; each stage's CPU and precision."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from replication import render, render_html as page
+from replication.io import write_json
+from tools import timing
+
+from test_report_deviations import entry, resolved, write_deviations
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RECORD = {"date": "2026-12-02", "sha256": {"params.yaml": "a1" * 32, "src/replication/judging.py": "b2" * 32},
+          "rules_sha256": "c3" * 32, "rules": {}, "claims": {}}
+
+
+def claim(cid, verdict, **extra):
+    return {"id": cid, "verdict": verdict, "statement": "s", "section": "moco", **extra}
+
+
+def test_the_registration_block_shows_the_record_the_match_the_commit_and_the_late_amendments():
+    late = {"date": "2026-12-05", "what": "margin 0.02 -> 0.05", "why": "a typo", "previous_verdict": "reproduced",
+            "post_registration": True}
+    claims = [claim("kept", "reproduced"),
+              claim("changed", "no meaningful effect", amended=[late], frozen_verdict="reproduced"),
+              claim("added", "inconclusive", amended=[{**late, "what": "a new claim"}])]
+    block = page.registration_section(RECORD, "2026-12-02", ("f00dcafe" * 5, "2026-12-02"), claims)
+    assert "Rules registered on 2026-12-02" in block and f"<code>{'f00dcafe' * 5}</code> of 2026-12-02" in block
+    assert all(f"<code>{digest}</code>" in block for digest in [*RECORD["sha256"].values(), RECORD["rules_sha256"]])
+    assert "<code>src/replication/judging.py</code>" in block
+    assert "Judged files match the registration: yes" in block
+    rows = block.split("<table class='post-registration'>")[1].split("<tr>")[2:]
+    assert len(rows) == 2 and "#claim-changed" in rows[0] and "#claim-added" in rows[1]
+    assert "margin 0.02 -&gt; 0.05" in rows[0] and "a typo" in rows[0]
+    assert rows[0].count("</span>") == 2 and "◆ no meaningful effect" in rows[0] and "● reproduced" in rows[0]
+    assert "not registered: a claim new since" in rows[1]
+    assert "#claim-kept" not in block
+
+
+def test_verdicts_judged_before_or_under_another_registration_do_not_match():
+    before = page.registration_section(RECORD, None, ("unknown", None), [])
+    assert "match the registration: no: reports/claims.json was judged before this registration" in before
+    assert "No rule has been amended since the registration" in before and "unknown" in before
+    other = page.registration_section(RECORD, "2026-11-01", ("unknown", None), [])
+    assert "no: reports/claims.json was judged under the registration of 2026-11-01" in other
+
+
+def test_without_a_record_the_page_says_the_verdicts_are_not_judged_by_registered_rules():
+    block = page.registration_section(None, None, ("unknown", None), [claim("a", "reproduced")])
+    assert "not yet judged by registered rules" in block and "<table" not in block
+
+
+def git(folder, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=folder, check=True,
+                   capture_output=True)
+
+
+def test_the_commit_that_added_the_record_is_read_from_git(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert render.git_last_commit("analysis/registration.json") == ("unknown", None)      # not a repository
+    git(tmp_path, "init", "-q")
+    write_json(tmp_path / "analysis" / "registration.json", RECORD)
+    assert render.git_last_commit("analysis/registration.json") == ("not committed", None)
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "register")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    sha, day = render.git_last_commit("analysis/registration.json")
+    assert sha == head and len(day) == 10
+    (tmp_path / "analysis" / "registration.json").write_text("{}")                      # changed since
+    assert render.git_last_commit("analysis/registration.json") == ("not committed", None)
+
+
+def test_the_stage_table_shows_each_stages_cpu_and_precision():
+    table = page.stage_table({"pretrain@b": {"seconds": 2.0, "seconds_in_dvc": 0.1, "cpu": "Xeon", "precision": "bf16",
+                                             "date": "2026-12-01"},
+                              "analyze": {"seconds": 1.0, "seconds_in_dvc": 0.1, "cpu": "Xeon <i>", "date": "d"}})
+    rows = table.split("<tr>")[2:]
+    assert rows[0].startswith("<td>analyze</td>") and "<td>not recorded</td>" in rows[0] and "Xeon &lt;i&gt;" in rows[0]
+    assert "<td>Xeon</td><td>bf16</td>" in rows[1]
+
+
+@pytest.mark.parametrize("stage, amp, device, cuda, expected", [
+    ("pretrain@batch", True, "auto", False, "fp32"),         # the CPU: no autocast
+    ("pretrain@batch", True, "auto", True, "bf16"),
+    ("pretrain@batch", False, "cuda", True, "fp32"),
+    ("pretrain@batch", True, "cpu", True, "fp32"),
+    ("determinism", True, "cuda", True, "bf16"),
+    ("evaluate@batch", True, "cuda", True, "fp32"),          # evaluation never autocasts
+    ("ntxent_example", True, "cuda", True, "fp32"),
+])
+def test_a_stage_records_bf16_only_where_training_autocasts(tmp_path, monkeypatch, stage, amp, device, cuda, expected):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: cuda)
+    execution = {"execution": {"threads": 1, "device": device, "amp": amp}}
+    write_json(tmp_path / "pretrain" / "batch.json", execution)
+    write_json(tmp_path / "determinism.json", execution)
+    assert timing.stage_precision(stage, resolved=tmp_path) == expected
+
+
+def test_each_recorded_stage_carries_its_precision(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_json(tmp_path / "resolved" / "pretrain" / "batch.json", {"execution": {"device": "cpu", "amp": True}})
+    timing.record_stages({"pretrain@batch": 0.0, "analyze": 5.0}, 6.0, 1.0, 6.0, "Xeon")
+    record = json.loads((tmp_path / timing.STAGE_RECORD).read_text())
+    assert record["pretrain@batch"]["precision"] == "fp32" and record["analyze"]["precision"] == "fp32"
+    assert record["pretrain@batch"]["seconds"] == 5.0 and record["pretrain@batch"]["cpu"] == "Xeon"
+
+
+def test_an_unreadable_record_stops_the_report_stage_with_one_line(tmp_path):
+    write_json(tmp_path / "reports" / "claims.json", [{"id": "a-claim", "verdict": "reproduced"}])
+    resolved(tmp_path)
+    (tmp_path / "analysis").mkdir()
+    write_deviations(tmp_path / "analysis", [entry()])
+    (tmp_path / "analysis" / "registration.json").write_text('{"date": ')
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "render_report.py").write_text((ROOT / "experiments" / "render_report.py").read_text())
+    result = subprocess.run([sys.executable, "experiments/render_report.py"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: analysis/registration.json: unreadable")
+    assert not (tmp_path / "reports" / "report.html").exists()
