@@ -17,5 +17,5 @@ if __name__ == "__main__":
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     record = register(rules, claims)
-    deps = " and added it to the analyze stage's deps in dvc.yaml" if add_to_analysis_deps() else ""
+    deps = " and added it to the analyze and report stages' deps in dvc.yaml" if add_to_analysis_deps() else ""
     print(f"wrote {RECORD}{deps}: {len(claims)} claims registered on {record['date']}; commit it before the run")
