@@ -254,14 +254,22 @@ def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, t
 
 
 def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
-    """Registered rules with an analysis not yet judged under them: the run is in progress, and its
-    stages come in run order (each study's evaluation right after its pretraining)."""
+    """Registered rules and params, with an analysis not yet judged under them: the run is in progress
+    (an edit of params.yaml since is the user's, not the run's), and its stages come in run order
+    (each study's evaluation right after its pretraining)."""
+    import hashlib
     assert registered_run_in_progress(tmp_path) is None                   # nothing registered
     (tmp_path / "analysis").mkdir()
     (tmp_path / "reports").mkdir()
-    (tmp_path / "analysis/registration.json").write_text(json.dumps({"date": "2026-12-01"}))
+    (tmp_path / "params.yaml").write_text("profile: default\n")
+    registered = hashlib.sha256(b"profile: default\n").hexdigest()
+    (tmp_path / "analysis/registration.json").write_text(json.dumps({"date": "2026-12-01",
+                                                                     "sha256": {"params.yaml": registered}}))
     (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": None}))
     assert registered_run_in_progress(tmp_path) == "2026-12-01"
+    (tmp_path / "params.yaml").write_text("profile: smoke\n")
+    assert registered_run_in_progress(tmp_path) is None                   # an edit: not the run's stages
+    (tmp_path / "params.yaml").write_text("profile: default\n")
     (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-01"}))
     assert registered_run_in_progress(tmp_path) is None                   # the run is judged
     assert in_run_order(["report", "evaluate@b", "analyze", "pretrain@b", "pretrain@a", "evaluate@a", "data"]) == [

@@ -13,6 +13,7 @@ file the clone lacks (an evaluation needs its checkpoints), the stages that woul
 named with the time they took last (reports/stage_times.json), and nothing runs unless --retrain
 is given (`make repro RETRAIN=1`); `dvc pull` from a team remote fetches them instead (README).
 """
+import hashlib
 import json
 import subprocess
 import sys
@@ -104,12 +105,15 @@ def minutes(stages, times):
 
 def registered_run_in_progress(root="."):
     """The registration date while the registered run is under way: rules registered
-    (analysis/registration.json) but the committed analysis not yet judged under them
-    (reports/summary.json's registered_on); else None."""
+    (analysis/registration.json), params.yaml as registered, and the committed analysis not yet
+    judged under them (reports/summary.json's registered_on); else None."""
     record, summary = Path(root, REGISTRATION), Path(root, SUMMARY)
     if not record.exists():
         return None
-    date = json.loads(record.read_text())["date"]
+    registered = json.loads(record.read_text())
+    if hashlib.sha256(Path(root, "params.yaml").read_bytes()).hexdigest() != registered["sha256"]["params.yaml"]:
+        return None                     # params edited since: the edit's stages, not the run's, are stale
+    date = registered["date"]
     judged_on = json.loads(summary.read_text()).get("registered_on") if summary.exists() else None
     return date if judged_on != date else None
 
