@@ -9,10 +9,13 @@ import io
 import re
 import textwrap
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+
+from contrastive.train import augment_options as train_augment_options
 
 from .render_claims import contrasts, in_margins, number, published_effect, scale_unit, verdict_rank
 
@@ -252,14 +255,9 @@ def sample_grid(images, rows):
 
 
 def augment_options(run_config):
-    """A resolved run configuration's augmentation options: the keyword parameters of
-    contrastive.augment.augment (blur, colour, colour_strength, crop_min_side, ...), matched by name,
-    so that the views drawn here follow every augmentation knob the run trains with."""
-    import inspect
-
-    from contrastive.augment import augment
-    names = [name for name in inspect.signature(augment).parameters if name not in ("x", "gen")]
-    return {name: run_config[name] for name in names if name in run_config}
+    """A resolved run configuration's augmentation options, as training draws its views
+    (contrastive.train.augment_options)."""
+    return train_augment_options(SimpleNamespace(**run_config))
 
 
 def augmented_views(images, options, n_views, seed=0):
