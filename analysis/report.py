@@ -17,6 +17,7 @@ import yaml
 from IPython.display import HTML, display
 
 from replication import render
+from replication import headroom
 from replication import registration
 from replication import render_claims as rc
 from replication import render_deviations as rd
@@ -139,6 +140,15 @@ for name in [name for name in manifests if name not in missing]:
         options = ", ".join(f"{knob} {value}" for knob, value in figures.augment_options(default).items())
         show(f"Augmented views of {name} images, one image per row",
              f"The default arm's augmentation ({options}): each row's image, then six independent draws of it.", views)
+headroom_rows = headroom.headroom(".", default["dataset"], (reference_file.split("/")[-1], reference_arm))
+holds = {True: "<span class='v ok'>holds</span>", False: "<span class='v bad'>fails</span>",
+         None: "<span class='v grey'>not measured</span>"}
+html(f"<h3>Headroom: the {page.esc(default['dataset'])} design targets, read from this run's records</h3>"
+     "<p>Fixed with the dataset's pilot, before registration, so that effects are not squeezed against a ceiling "
+     "or hidden by an untrained encoder that already scores well (primary probe: the linear probe on h with the "
+     "registered label budget).</p><table><tr><th>target</th><th>measured</th><th></th></tr>"
+     + "".join(f"<tr><td>{page.esc(target)}</td><td>{page.esc(measured)}</td><td>{holds[ok]}</td></tr>"
+               for target, measured, ok in headroom_rows) + "</table>")
 
 # %%
 section("ntxent-example", "The NumPy NT-Xent example [E]")

@@ -1,0 +1,143 @@
+"""Every verdict of an earlier run beside this one's, with what changed in between.
+
+    python -m tools.verdict_moves OLD_REV [NEW_REV]     # NEW_REV: the working tree when omitted
+
+A verdict can move because the claim's rule changed (judging), because the arms it reads were
+trained differently (design), or, with neither, because the data and the evaluation under the same
+rule changed. Each move is given the first of those that applies, read from the two revisions'
+analysis/claims.yaml and resolved/pretrain/*.json:
+
+- design: the claim is new, or a key naming what it reads changed (arms, runs, ladder, ...), or an
+  arm it reads was trained with another setting (the dataset and knobs added at their defaults
+  aside);
+- judging: a key of its decision rule changed (direction, margin, basis, tolerance, ...);
+- data and evaluation: neither; a claim that reads no trained arm moved with its example's rerun
+  or with judging code.
+
+Judging code that changed for every claim (how gates, bases or families are computed) is not told
+apart here; the amendments in claims.yaml name it.
+"""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+DESIGN_KEYS = {"arms", "a", "b", "runs", "ladder", "reference", "x", "y", "at", "realisations",
+               "realisation", "measured", "collapse"}
+WORDING_KEYS = {"statement", "source", "metric", "section", "amended", "reason", "scale_note",
+                "published_effect", "effect_unit"}
+UNTESTED = {"not tested", "not testable here"}
+RECORD = re.compile(r"results/(?:evaluate|pretrain)/([^/]+)/([^/]+)/seed_")
+
+
+def read(rev, path):
+    """A file's text at a git revision, or in the working tree when rev is None."""
+    if rev is None:
+        return Path(path).read_text()
+    shown = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
+    if shown.returncode:
+        raise SystemExit(f"error: {rev}:{path}: not in git ({shown.stderr.strip()})")
+    return shown.stdout
+
+
+def conditions(rev):
+    """{study: {condition: settings}} resolved at a revision."""
+    if rev is None:
+        paths = [str(p) for p in sorted(Path("resolved/pretrain").glob("*.json"))]
+    else:
+        listed = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:resolved/pretrain"],
+                                capture_output=True, text=True).stdout.split()
+        paths = [f"resolved/pretrain/{name}" for name in listed]
+    return {Path(p).stem: json.loads(read(rev, p))["conditions"] for p in paths}
+
+
+def arms_read(claim, studies):
+    """(study, condition) pairs whose records a claim's definition names."""
+    pairs = set()
+    for study, cond in RECORD.findall(json.dumps(claim)):
+        for s in (studies if study == "*" else [study]):
+            for c in (studies.get(s, {}) if cond == "*" else [cond]):
+                if c in studies.get(s, {}):
+                    pairs.add((s, c))
+    return pairs
+
+
+def setting_changes(old, new, defaults):
+    """Settings of one condition that differ, leaving out the dataset and knobs the old one lacked
+    that are at their default now."""
+    keys = (old.keys() | new.keys()) - {"dataset"}
+    return sorted(k for k in keys if old.get(k, defaults.get(k)) != new.get(k))
+
+
+def cause(old_claim, new_claim, old_studies, new_studies, defaults):
+    """(cause, detail) of a claim's move between two revisions."""
+    if old_claim is None:
+        return "design", "new claim"
+    changed = {k for k in old_claim.keys() | new_claim.keys() if old_claim.get(k) != new_claim.get(k)}
+    if changed & DESIGN_KEYS:
+        return "design", "reads " + ", ".join(sorted(changed & DESIGN_KEYS))
+    retrained = []
+    for study, cond in sorted(arms_read(new_claim, new_studies)):
+        before = old_studies.get(study, {}).get(cond)
+        if before is None:
+            retrained.append(f"{cond} (new arm)")
+        elif diff := setting_changes(before, new_studies[study][cond], defaults):
+            retrained.append(f"{cond} ({', '.join(diff)})")
+    if retrained:
+        return "design", "arms " + "; ".join(retrained)
+    if judged := changed - DESIGN_KEYS - WORDING_KEYS:
+        return "judging", "rule " + ", ".join(sorted(judged))
+    if arms_read(new_claim, new_studies):
+        return "data and evaluation", ""
+    return "example rerun or judging code", ""
+
+
+def moves(old_rev, new_rev=None):
+    """Rows (id, old verdict, new verdict, cause, detail), and the counts below the table."""
+    old_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(old_rev, "reports/claims.json"))}
+    new_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(new_rev, "reports/claims.json"))}
+    old_defs = {c["id"]: c for c in yaml.safe_load(read(old_rev, "analysis/claims.yaml"))["claims"]}
+    new_defs = {c["id"]: c for c in yaml.safe_load(read(new_rev, "analysis/claims.yaml"))["claims"]}
+    defaults = yaml.safe_load(read(new_rev, "params.yaml"))["pretrain"]["defaults"]
+    old_studies, new_studies = conditions(old_rev), conditions(new_rev)
+    rows = []
+    for cid, verdict in new_verdicts.items():
+        old = old_verdicts.get(cid, "(no claim)")
+        if old != verdict:
+            rows.append((cid, old, verdict,
+                         *cause(old_defs.get(cid), new_defs[cid], old_studies, new_studies, defaults)))
+    removed = sorted(set(old_verdicts) - set(new_verdicts))
+    newly_tested = [cid for cid, v in new_verdicts.items()
+                    if old_verdicts.get(cid, "not tested") in UNTESTED and v not in UNTESTED]
+    return rows, removed, newly_tested
+
+
+def markdown(rows, removed, newly_tested, n_claims):
+    """The table and its counts as markdown."""
+    lines = ["| claim | before | now | cause | what changed |", "|---|---|---|---|---|"]
+    lines += [f"| {cid} | {old} | {new} | {why} | {detail} |" for cid, old, new, why, detail in rows]
+    by_cause = {}
+    for row in rows:
+        by_cause[row[3]] = by_cause.get(row[3], 0) + 1
+    lines += ["", f"{len(rows)} of {n_claims} verdicts moved: "
+              + ", ".join(f"{n} {why}" for why, n in sorted(by_cause.items(), key=lambda kv: -kv[1])) + "."]
+    lines.append(f"Claims removed: {', '.join(removed) or 'none'}.")
+    lines.append(f"Claims untested before (or new) with a measured verdict now: {len(newly_tested)}.")
+    return "\n".join(lines)
+
+
+def main(argv):
+    if not 1 <= len(argv) <= 2:
+        raise SystemExit(__doc__.split("\n\n")[1])
+    old_rev, new_rev = argv[0], (argv[1] if len(argv) == 2 else None)
+    rows, removed, newly_tested = moves(old_rev, new_rev)
+    n_claims = len(json.loads(read(new_rev, "reports/claims.json")))
+    print(markdown(rows, removed, newly_tested, n_claims))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
