@@ -39,3 +39,17 @@ def test_the_table_counts_causes_and_newly_tested_claims():
     assert "| c | not tested | reproduced | design | new claim |" in text
     assert "1 of 3 verdicts moved: 1 design." in text and "Claims removed: gone." in text
     assert text.endswith("with a measured verdict now: 1.")
+
+
+def test_new_arms_cost_steps_to_their_last_rung_times_batch_over_every_seed(tmp_path):
+    import json
+    from tools.verdict_moves import arm_costs
+    (tmp_path / "resolved/pretrain").mkdir(parents=True)
+    (tmp_path / "resolved/pretrain/batch.json").write_text(json.dumps({"seeds": [0, 1, 2], "conditions": {
+        "kept": {"steps": 300, "ladder": [], "batch": 128},
+        "ladder": {"steps": 100, "ladder": [400, 1600], "batch": 32}}}))
+    run = tmp_path / "results/pretrain/batch/ladder/seed_0.json"
+    run.parent.mkdir(parents=True)
+    run.write_text(json.dumps({"wall_s": 90.0, "cpu": "cpu A"}))
+    rows, dropped = arm_costs({"kept", "gone"}, tmp_path)
+    assert rows == [("ladder", "batch", "1,600 x 32", 1600 * 32 * 3, 1.5, "cpu A")] and dropped == ["gone"]

@@ -14,6 +14,9 @@ analysis/claims.yaml and resolved/pretrain/*.json:
 - data and evaluation: neither; a claim that reads no trained arm moved with its example's rerun
   or with judging code.
 
+Below the table, every arm new since OLD_REV with its cost: steps to its last rung x batch x seeds
+(images drawn), and the training time its records measured (with their CPU).
+
 Judging code that changed for every claim (how gates, bases or families are computed) is not told
 apart here; the amendments in claims.yaml name it.
 """
@@ -129,6 +132,36 @@ def markdown(rows, removed, newly_tested, n_claims):
     return "\n".join(lines)
 
 
+def arm_costs(old, root="."):
+    """Rows (arm, study, steps x batch, images over seeds, training minutes, CPUs) of every arm in
+    root's resolved configurations that is not among the `old` arm names, and the old names it dropped."""
+    now = set()
+    rows = []
+    for resolved in sorted(Path(root, "resolved/pretrain").glob("*.json")):
+        study = json.loads(resolved.read_text())
+        for name, cfg in study["conditions"].items():
+            now.add(name)
+            if name in old:
+                continue
+            steps = max([cfg["steps"], *cfg["ladder"]])
+            records = [json.loads(p.read_text())
+                       for p in sorted(Path(root, "results/pretrain", resolved.stem, name).glob("seed_*.json"))]
+            cpus = ", ".join(sorted({r.get("cpu", "?") for r in records})) or "not run yet"
+            rows.append((name, resolved.stem, f"{steps:,} x {cfg['batch']}", steps * cfg["batch"] * len(study["seeds"]),
+                         sum(r["wall_s"] for r in records) / 60, cpus))
+    return rows, sorted(old - now)
+
+
+def costs_markdown(rows, dropped):
+    lines = ["| new arm | study | steps x batch | images (all seeds) | training minutes (all seeds) | CPU |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {a} | {s} | {sb} | {n:,} | {m:.1f} | {cpu} |" for a, s, sb, n, m, cpu in rows]
+    lines.append(f"\n{len(rows)} new arms: {sum(r[3] for r in rows):,} images, {sum(r[4] for r in rows):.1f} training "
+                 "minutes summed over seeds (two seeds train at once, so the stages' wall time is about half).")
+    lines.append(f"Arms dropped: {', '.join(dropped) or 'none'}.")
+    return "\n".join(lines)
+
+
 def main(argv):
     if not 1 <= len(argv) <= 2:
         raise SystemExit(__doc__.split("\n\n")[1])
@@ -136,6 +169,9 @@ def main(argv):
     rows, removed, newly_tested = moves(old_rev, new_rev)
     n_claims = len(json.loads(read(new_rev, "reports/claims.json")))
     print(markdown(rows, removed, newly_tested, n_claims))
+    if new_rev is None:
+        old_arms = {c for conds in conditions(old_rev).values() for c in conds}
+        print("\n" + costs_markdown(*arm_costs(old_arms)))
     return 0
 
 
