@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from replication.headroom import headroom
+from replication.render_deviations import REFERENCE_ARM
+
 
 def _load(path):
     return json.loads(Path(path).read_text()) if Path(path).exists() else None
@@ -59,6 +62,12 @@ def figures_block():
         cpu = ", ".join(sorted({r.get("cpu", "CPU not recorded") for r in runs}))
         lines.append(f"- One such run (pretraining on to its last rung, {runs[0]['config']['ladder'][-1] if runs[0]['config'].get('ladder') else runs[0]['config']['steps']} "
                      f"steps, one torch thread): {np.mean(wall):.0f} s on {cpu}.")
+    if runs:
+        dataset = runs[0]["config"]["dataset"]
+        verdict = {True: "holds", False: "fails", None: "not measured"}
+        lines.append(f"- Headroom of `{dataset}` (the design targets of replication.headroom, read from the run's "
+                     "records): " + "; ".join(f"{target}: {measured} ({verdict[ok]})" for target, measured, ok
+                                               in headroom(".", dataset, (REFERENCE_ARM[0].split("/")[-1], REFERENCE_ARM[1]))) + ".")
     tiny = _load("results/examples/tiny_simclr.json")
     if tiny:
         by = ", ".join(f"{r['threads']} thread(s) {r['wall_s']:.0f} s" for r in tiny["by_threads"])
