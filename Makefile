@@ -70,8 +70,9 @@ browser:
 	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
 	  echo "chromium not installed: the browser test will be skipped"; }
 
+# Two workers, one per core; a file's tests stay on one worker so its fixtures build once.
 test: setup browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -44,9 +44,9 @@ def headroom(root, dataset, reference):
     """Rows (target, measured, holds) of the four targets for `dataset`; `reference` is the default
     arm's (study, condition). Rows whose records are missing say so and hold nothing (None)."""
     arms = arm_records(root, dataset)
-    rows = []
     if not arms:
         return [("every target", f"no evaluated arm on {dataset}", None)]
+    rows = []
     controls = {arm: float(np.mean([r["control"]["h"][PROBE] for r in recs])) for arm, recs in arms.items()}
     worst = max(controls, key=controls.get)
     rows.append((f"untrained control at most {CONTROL_AT_MOST:.0%} on the primary probe",
