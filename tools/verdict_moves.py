@@ -125,8 +125,8 @@ def markdown(rows, removed, newly_tested, n_claims):
     by_cause = {}
     for row in rows:
         by_cause[row[3]] = by_cause.get(row[3], 0) + 1
-    lines += ["", f"{len(rows)} of {n_claims} verdicts moved: "
-              + ", ".join(f"{n} {why}" for why, n in sorted(by_cause.items(), key=lambda kv: -kv[1])) + "."]
+    causes = ", ".join(f"{n} {why}" for why, n in sorted(by_cause.items(), key=lambda kv: -kv[1]))
+    lines += ["", f"{len(rows)} of {n_claims} verdicts moved" + (f": {causes}." if causes else ".")]
     lines.append(f"Claims removed: {', '.join(removed) or 'none'}.")
     lines.append(f"Claims untested before (or new) with a measured verdict now: {len(newly_tested)}.")
     return "\n".join(lines)
