@@ -24,6 +24,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -122,10 +123,7 @@ def markdown(rows, removed, newly_tested, n_claims):
     """The table and its counts as markdown."""
     lines = ["| claim | before | now | cause | what changed |", "|---|---|---|---|---|"]
     lines += [f"| {cid} | {old} | {new} | {why} | {detail} |" for cid, old, new, why, detail in rows]
-    by_cause = {}
-    for row in rows:
-        by_cause[row[3]] = by_cause.get(row[3], 0) + 1
-    causes = ", ".join(f"{n} {why}" for why, n in sorted(by_cause.items(), key=lambda kv: -kv[1]))
+    causes = ", ".join(f"{n} {why}" for why, n in Counter(row[3] for row in rows).most_common())
     lines += ["", f"{len(rows)} of {n_claims} verdicts moved" + (f": {causes}." if causes else ".")]
     lines.append(f"Claims removed: {', '.join(removed) or 'none'}.")
     lines.append(f"Claims untested before (or new) with a measured verdict now: {len(newly_tested)}.")
