@@ -105,8 +105,7 @@ section("claims", "All claims: a one-line index",
 literature = [c for c in claims if rc.origin(c) == "literature"]
 documents = [c for c in claims if rc.origin(c) == "document"]
 html(f"<h3>Literature claims ({len(literature)})</h3>" + page.index_table(rc.by_verdict(literature))
-     + f"<h3>The documents' printed examples and analytic facts ({len(documents)})</h3>"
-     + page.index_table(rc.by_verdict(documents)))
+     + page.folded_index("The documents' printed examples and analytic facts", documents))
 
 # %%
 section("amendments", "Amendments: verdicts under the original rules beside the current ones",

@@ -49,26 +49,35 @@ def contrasts_of(claims):
 
 def test_paired_verdicts_recompute():
     """Intervals, p-values and the decision against the margin (each one-sided test at 2.5%: a
-    bound of the 95% interval), recomputed from the per-seed values claims.json carries."""
+    bound of the 95% interval), recomputed from the per-seed values claims.json carries. A claim of
+    no effect (direction 'equal') is reproduced inside the margin (two one-sided tests) and
+    contradicted beyond it."""
     claims = load()
     paired = [(c, k) for c, k in contrasts_of(claims) if c["kind"] == "paired" and k["diff_mean"] is not None]
-    assert paired
+    assert paired and any(k["direction"] == "equal" for _, k in paired)
     for c, contrast in paired:
         arm_a, arm_b = c["arms"][contrast["a"]], c["arms"][contrast["b"]]
         by_seed_a = dict(zip(arm_a["seeds"], arm_a["values"]))
         by_seed_b = dict(zip(arm_b["seeds"], arm_b["values"]))
         a = np.asarray([by_seed_a[s] for s in contrast["seeds"]])
         b = np.asarray([by_seed_b[s] for s in contrast["seeds"]])
-        d = a - b if contrast["direction"] == "greater" else b - a
+        d = b - a if contrast["direction"] == "less" else a - b
         lo, hi = ci95(d)
         assert (lo, hi) == pytest.approx(tuple(contrast["diff_ci95"]))
         assert contrast["p"] == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
         m = contrast["margin"]
-        assert contrast["p_reproduced"] == pytest.approx(stats.ttest_1samp(d, m, alternative="greater").pvalue)
+        above = stats.ttest_1samp(d, m, alternative="greater").pvalue
+        inside = max(stats.ttest_1samp(d, -m, alternative="greater").pvalue,
+                     stats.ttest_1samp(d, m, alternative="less").pvalue)
+        equal = contrast["direction"] == "equal"
+        assert contrast["p_reproduced"] == pytest.approx(inside if equal else above)
         if contrast["verdict"] == "not testable here":
             assert contrast.get("reason"), c["id"]
             continue
-        if lo > m:
+        if equal:
+            expected = ("reproduced" if -m < lo and hi < m else "contradicted" if lo > m or hi < -m
+                        else "inconclusive")
+        elif lo > m:
             expected = "reproduced"
         elif hi < -m:
             expected = "contradicted"

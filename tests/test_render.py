@@ -84,6 +84,21 @@ def test_published_and_ours_are_in_one_unit():
     assert rc.published_text({**claim("three", "reproduced", 0.06), "published_effect": "lower loss"}) == "lower loss"
 
 
+def test_an_alternative_analysis_shows_its_effect_in_the_claims_unit():
+    basis = {"dimension": "basis", "choice": "equal steps", "verdict": "reproduced", "diff_mean": 0.121,
+             "diff_ci95": [0.110, 0.131]}
+    bh = {"dimension": "multiplicity", "choice": "Benjamini-Hochberg", "verdict": "inconclusive"}
+    table = page.robustness_table(claim("one", "inconclusive", -0.028, robustness={"alternatives": [basis, bh]}))
+    assert "<td>+12.1 points [+11, +13.1]</td>" in table and "<td>–</td>" in table and "0.121" not in table
+
+
+def test_the_documents_index_is_folded_under_its_verdict_counts():
+    claims = [claim("a", "exact match", 0.0), claim("b", "mismatch", 0.1), claim("c", "exact match", 0.0)]
+    folded = page.folded_index("Examples", claims)
+    assert folded.startswith("<details") and "<b>Examples (3)</b>: 2 exact match, 1 mismatch</summary>" in folded
+    assert folded.count("<tr>") == 4                                  # the header and one row per claim
+
+
 def test_missing_values_show_a_dash_never_nan():
     broken = claim("gone", "not tested", float("nan"))
     assert rc.our_effect(broken) is None and page.ours_text(broken) == "–"
@@ -105,6 +120,8 @@ def test_the_rung_and_the_runs_are_named_for_what_they_are():
     one_seed = {"kind": "single_run", "arms": {"realisations": {"n": 3, "values": [1.0, 1.1, 1.2]}}}
     assert rc.realisations(one_seed) == (3, "thread-count realisations of one seed")
     assert rc.realisations({**one_seed, "n_realisations": 4, "realisation_kind": "seeds"}) == (4, "seeds")
+    pooled = {"kind": "correlation", "arms": {"eval.z.alignment": {"n": 255}, "eval.h.linear": {"n": 255}}}
+    assert rc.realisations(pooled) == (255, "runs")            # pooled over arms and seeds, not 255 seeds
 
 
 def test_the_original_verdict_is_the_first_amendments_previous_one_and_every_change_is_shown():

@@ -85,7 +85,12 @@ def scale_unit(claim):
 
 def our_effect(claim):
     """The primary contrast's effect in the claim's unit: {mean, lo, hi, margin, unit}, or None."""
-    c = claim.get("contrast") or {}
+    return effect_of(claim, claim.get("contrast") or {})
+
+
+def effect_of(claim, c):
+    """The effect of one of the claim's contrasts, or of an alternative analysis of it, in the
+    claim's unit: {mean, lo, hi, margin, unit}, or None."""
     mean, ci = number(c.get("diff_mean")), c.get("diff_ci95") or [None, None]
     if mean is None:
         return None
@@ -148,9 +153,9 @@ def realisations(claim):
     seeds = (claim.get("contrast") or {}).get("seeds")
     if seeds:
         return len(seeds), "seeds"
-    if claim.get("kind") == "correlation" and isinstance(arms.get("x"), dict):
-        return arms["x"].get("n"), "runs"
     counts = [arm.get("n") for arm in arms.values() if isinstance(arm, dict) and isinstance(arm.get("n"), int)]
+    if counts and claim.get("kind") == "correlation":      # runs pooled over arms and seeds
+        return max(counts), "runs"
     if counts:
         return max(counts), "seeds" if max(counts) > 1 else "run"
     return None, None

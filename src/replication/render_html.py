@@ -199,6 +199,15 @@ def index_table(claims):
     return f"<table class='index'>{head}{''.join(rows)}</table>"
 
 
+def folded_index(title, claims):
+    """index_table folded under a summary that counts the verdicts (the documents' own examples:
+    a reader unfolds them when wanted)."""
+    counts = Counter(c["verdict"] for c in claims)
+    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda i: rc.verdict_rank(i[0])))
+    return (f"<details class='index-fold'><summary><b>{esc(title)} ({len(claims)})</b>: {esc(summary)}</summary>"
+            f"{index_table(rc.by_verdict(claims))}</details>")
+
+
 def original_vs_current(claims):
     """A cross table: verdicts under the rules registered first (rows) against the current ones."""
     pairs = Counter((rc.original_verdict(c), c["verdict"]) for c in claims)
@@ -251,30 +260,28 @@ def amendments_section(claims, shared):
 
 def contrast_lines(claim):
     """Every contrast of a claim: arms, effect in the claim's unit, margin, verdict and q."""
-    scale, unit = rc.scale_unit(claim)
     lines = []
     for c in rc.contrasts(claim):
-        mean, ci = rc.number(c.get("diff_mean")), c.get("diff_ci95") or [None, None]
-        if mean is None:
+        effect = rc.effect_of(claim, c)
+        if effect is None:
             lines.append(f"{esc(c.get('a'))} − {esc(c.get('b'))}: {esc(c.get('reason') or '–')}")
             continue
-        lo, hi, margin = (rc.number(v) for v in (*ci, c.get("margin")))
-        interval = f" [{scale * lo:+.3g}, {scale * hi:+.3g}]" if lo is not None and hi is not None else ""
-        margin_text = f", margin ±{scale * margin:.3g}{unit}" if margin is not None else ""
+        margin_text = f", margin ±{effect['margin']:.3g}{effect['unit']}" if effect["margin"] is not None else ""
         extra = f", basis: {esc(c['basis'])}" if c.get("basis") else ""
         flag = ", unstable" if c.get("unstable") else ""
-        lines.append(f"{esc(c.get('a'))} − {esc(c.get('b'))}: {scale * mean:+.3g}{esc(unit)}{interval}"
+        lines.append(f"{esc(c.get('a'))} − {esc(c.get('b'))}: {esc(rc.effect_text(effect))}"
                      f"{esc(margin_text)}{extra}: {badge(c.get('verdict'))}{flag}")
     return lines
 
 
 def robustness_table(claim):
-    """The registered alternatives and their verdicts, when claims.json has them."""
+    """The registered alternatives with their verdicts and effects (in the claim's unit, with the
+    95% interval), when claims.json has them."""
     alternatives = (claim.get("robustness") or {}).get("alternatives") or []
     if not alternatives:
         return ""
     rows = "".join(f"<tr><td>{esc(a.get('dimension'))}</td><td>{esc(a.get('choice'))}</td>"
-                   f"<td>{badge(a.get('verdict'))}</td><td>{esc(rc.sig(a.get('diff_mean'), 3))}</td></tr>"
+                   f"<td>{badge(a.get('verdict'))}</td><td>{esc(rc.effect_text(rc.effect_of(claim, a)))}</td></tr>"
                    for a in alternatives)
     return ("<table class='small'><tr><th>alternative</th><th>choice</th><th>verdict</th><th>effect</th></tr>"
             f"{rows}</table>")
