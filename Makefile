@@ -49,7 +49,7 @@ readme: setup
 
 # The whole chain with tiny budgets, in a temporary copy (never touches this tree's results).
 smoke: setup
-	$(BIN)/python -m pytest -q tests/test_pipeline.py tests/test_pipeline_reruns.py
+	$(BIN)/python -m pytest -q tests/test_pipeline.py tests/test_pipeline_reruns.py tests/test_pipeline_checks.py
 
 # Benchmarks (benchmarks/*.py print ratios measured side by side, and write reports/benchmarks/),
 # then README's table. Needs an up-to-date pipeline (make repro); the throughput benchmark reads

@@ -20,6 +20,11 @@ def smoke(smoke_build):
 
 
 def pytest_collection_modifyitems(items):
-    """Files that only copy the smoke run go last: under `-n 2` the worker that is not building it
-    spends the build on the other files rather than waiting for it."""
-    items.sort(key=lambda item: item.get_closest_marker("copies_smoke_run") is not None)
+    """Under `-n 2` (one file per worker at a time) the file that reads the smoke run goes first, so
+    that its build starts at once; the files that only copy it go last, so that the other worker
+    spends the build on every other file and then shares the reruns."""
+    def order(item):
+        if item.get_closest_marker("copies_smoke_run"):
+            return 2
+        return 0 if item.get_closest_marker("reads_smoke_run") else 1
+    items.sort(key=order)

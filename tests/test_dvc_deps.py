@@ -1,7 +1,7 @@
 """Every stage's deps cover every project module its script imports, directly or transitively, so that
 `dvc repro` reruns a stage whenever code it runs changes. Checked against the imports themselves
 (read with ast), not a hand-kept list. The behaviour under DVC (edit a module, the stage is stale)
-is checked in tests/test_pipeline_reruns.py on a smoke run."""
+is checked in tests/test_pipeline_checks.py on a smoke run."""
 import ast
 from pathlib import Path
 

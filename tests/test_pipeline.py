@@ -1,7 +1,8 @@
 """The whole chain under the smoke profile, built once in a temporary copy (tests/smoke_run.py): a
 fresh `dvc repro` writes a well-formed report and claims.json and nothing outside the repository, a
 second run does nothing, and the report opens offline in a real headless browser. The tests that
-rerun parts of it work on copies, in tests/test_pipeline_reruns.py."""
+rerun parts of it or feed it bad input work on copies (tests/test_pipeline_reruns.py and
+tests/test_pipeline_checks.py)."""
 import json
 import os
 import re
@@ -14,7 +15,7 @@ from replication.render_claims import slug
 from smoke_run import ROOT, dvc
 from test_report_browser import chromium, flags, measure
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.reads_smoke_run]
 
 
 def test_smoke_pipeline_writes_report_and_claims(smoke):
