@@ -99,26 +99,28 @@ def test_edits_rerun_exactly_what_they_change(smoke, tmp_path):
 
 def test_queued_experiments_run_in_parallel(smoke, tmp_path):
     """`dvc exp run --queue` twice, then `dvc queue start -j 2`: both experiments finish, each with
-    its own parameter value, and the workspace's results are left as they were."""
+    its own parameter value, and the workspace's results are left as they were. Each runs the stage
+    its parameter feeds (as a user targets one); the whole chain under DVC is the build's."""
     copy = copy_of(smoke, tmp_path / "queue")
     git = {**environment(), "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org",
            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.org"}
     subprocess.run(["git", "add", "-A"], cwd=copy, check=True, env=git)
     subprocess.run(["git", "commit", "-qm", "smoke results"], cwd=copy, check=True, env=git)
     for tau in ("0.3", "0.5"):
-        queued = dvc(["exp", "run", "--queue", "--name", f"tau{tau[-1]}", "-S", f"examples.ntxent_numpy.loss_tau={tau}"], copy)
+        queued = dvc(["exp", "run", "--queue", "--name", f"tau{tau[-1]}", "-S", f"examples.ntxent_numpy.loss_tau={tau}",
+                      "ntxent_example"], copy)
         assert queued.returncode == 0, queued.stderr
     started = dvc(["queue", "start", "-j", "2"], copy)
     assert started.returncode == 0, started.stderr
     deadline = time.time() + 900
     while True:
-        status = dvc(["queue", "status"], copy).stdout
-        if "Queued" not in status and "Running" not in status:
+        queue = dvc(["queue", "status"], copy).stdout
+        if "Queued" not in queue and "Running" not in queue:
             break
-        assert time.time() < deadline, status
+        assert time.time() < deadline, queue
         time.sleep(3)
     dvc(["queue", "stop"], copy)
-    assert status.count("Success") == 2, status
+    assert queue.count("Success") == 2, queue
     shown = json.loads(dvc(["exp", "show", "--json"], copy).stdout)
     taus = sorted(exp["data"]["params"]["params.yaml"]["data"]["examples"]["ntxent_numpy"]["loss_tau"]
                   for commit in shown for exp in (commit.get("experiments") or []) for exp in exp["revs"])
