@@ -21,7 +21,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # On a clone without DVC's cache (datasets, checkpoints) it reruns only what an edit changed, and
 # retrains what the clone lacks only with RETRAIN=1 (tools/repro.py says which stages and how long).
 repro: setup
-	$(BIN)/python -m replication.config params.yaml
+	$(BIN)/python -m replication.run.config params.yaml
 	$(BIN)/python -m tools.repro $(if $(RETRAIN),--retrain)
 	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html"
@@ -29,7 +29,7 @@ repro: setup
 # Every stage, whether stale or not (dvc repro -f): the documents' examples too. Records the time
 # in reports/repro_timing.json with this CPU's model; `make compare` then lists what moved.
 repro-all: setup
-	$(BIN)/python -m replication.config params.yaml
+	$(BIN)/python -m replication.run.config params.yaml
 	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f
 	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html; compare with the committed results: make compare"

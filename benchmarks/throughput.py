@@ -28,7 +28,7 @@ STEPS, BATCH = 300, 128
 # The script fixes 4 threads; this wrapper pins it to one (its own call becomes a no-op).
 ONE_THREAD = ("import runpy, sys, torch; torch.set_num_threads(1); torch.set_num_threads = lambda n: None; "
               "sys.argv = ['script', *sys.argv[2:]]; runpy.run_path({path!r}, run_name='__main__')")
-OURS = ("import json, sys; from replication.runs import map_runs; from replication.examples.tiny_simclr import run; "
+OURS = ("import json, sys; from replication.run.train import map_runs; from replication.examples.tiny_simclr import run; "
         "seeds = [int(s) for s in sys.argv[1:]]; "
         "print(json.dumps(map_runs(run, [(s, 300, 128, 0.2, 1, {channels_last}) for s in seeds], 2)))")
 

@@ -6,34 +6,19 @@ stage with the command that rewrites it (exit 1). Nothing is written on an error
 """
 import sys
 
-from replication import registration
-from replication.config import read_resolved
-from replication.dvc_files import write_dvc_files
 from replication.io import write_json
-from replication.judging import judge_all, summary
-from replication.measure import InputError, check_inputs
-from replication.registry import RegistryError, load_registry
-
-
-def judged_claims():
-    """Every claim judged; under a registration record, each claim amended after it also judged by
-    its frozen rule (`frozen_verdict`)."""
-    conditions = read_resolved("conditions")
-    rules, claims = load_registry("analysis/claims.yaml", conditions["conditions"])
-    record = registration.load()
-    frozen = registration.check(record, rules, claims) if record else {}
-    check_inputs(conditions)
-    judged = judge_all(claims, rules=rules, registered_on=record and record["date"])
-    for out in judged:
-        if out["id"] in frozen:
-            out["frozen_verdict"] = judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]
-    return judged, record
+from replication.judge.dvc_files import write_dvc_files
+from replication.judge.judge import judge_registry, summary
+from replication.judge.measure import InputError
+from replication.judge.registration import RegistrationError
+from replication.judge.registry import RegistryError
+from replication.run.config import read_resolved
 
 
 def main():
     try:
-        judged, record = judged_claims()
-    except (RegistryError, registration.RegistrationError) as e:
+        judged, record = judge_registry(read_resolved("conditions"))
+    except (RegistryError, RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except InputError as e:

@@ -1,14 +1,14 @@
 """Stage determinism: one short run of a condition, trained and evaluated twice at the first thread
-count and once at every other, compared field by field (src/replication/runs.py: differences).
+count and once at every other, compared field by field (src/replication/run/train.py: differences).
 
 Reads resolved/determinism.json. Writes results/determinism.json: whether the repeat is
 bit-identical, and every figure that moves with the thread count, with both values.
 """
-from replication.config import DeterminismConfig, read_resolved
-from replication.datasets import dataset_for
+from replication.run.config import DeterminismConfig, read_resolved
+from replication.run.datasets import dataset_for
 from replication.io import write_json
-from replication.evaluation import evaluate_method, method_from_state
-from replication.runs import differences, train_run
+from replication.run.evaluate import evaluate_method, method_from_state
+from replication.run.train import differences, train_run
 
 
 def run(config, threads):

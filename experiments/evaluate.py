@@ -9,7 +9,7 @@ from its record, or a dataset too small for the label budget or the BatchNorm re
 the stage, before anything is written, with one line naming the file or key and how to fix it.
 Writes results/evaluate/<study>/<condition>/seed_<k>.json: every rung, BatchNorm calibrated
 (step 0 the untrained control, the budget with the full-label probe too), and the uncalibrated
-linear probes of the control and the budget (src/replication/evaluation.py: the record).
+linear probes of the control and the budget (src/replication/run/evaluate.py: the record).
 """
 import json
 import sys
@@ -18,10 +18,10 @@ from pathlib import Path
 from contrastive.data import DataError
 from pydantic import ValidationError
 
-from replication.config import EvaluateConfig, ParamsError, RunConfig, StudyConfig, check_name, read_resolved
+from replication.run.config import EvaluateConfig, ParamsError, RunConfig, StudyConfig, check_name, read_resolved
 from replication.io import remove_stray_tmp, write_json
-from replication.evaluation import CheckpointError, evaluate_run
-from replication.runs import map_runs, run_name
+from replication.run.evaluate import CheckpointError, evaluate_run
+from replication.run.train import map_runs, run_name
 
 
 def fail(message):

@@ -2,7 +2,7 @@
 the floor of a class-collapsed encoder, Wang & Isola's decomposition at finite M)."""
 import torch
 
-from replication.config import Limits, read_resolved
+from replication.run.config import Limits, read_resolved
 from replication.examples import limits
 from replication.io import write_json
 

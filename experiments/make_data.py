@@ -8,8 +8,8 @@ this stage on any core count writes the same files and reruns nothing downstream
 """
 import torch
 
-from replication.config import DataParams, read_resolved
-from replication.datasets import GENERATED, save_dataset
+from replication.run.config import DataParams, read_resolved
+from replication.run.datasets import GENERATED, save_dataset
 from contrastive.data import build_dataset
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Stage ntxent_example: the NumPy NT-Xent example's printed numbers, recomputed."""
-from replication.config import NtXentExample, read_resolved
+from replication.run.config import NtXentExample, read_resolved
 from replication.examples import ntxent_numpy
 from replication.io import write_json
 

@@ -15,9 +15,9 @@ import sys
 
 from contrastive.data import DataError
 from contrastive.distributed import init_from_env, rank, select_device, world_size
-from replication.config import ParamsError, StudyConfig, check_name, read_resolved
+from replication.run.config import ParamsError, StudyConfig, check_name, read_resolved
 from replication.io import remove_stray_tmp
-from replication.runs import map_runs, save_run, train_run, training_tasks
+from replication.run.train import map_runs, save_run, train_run, training_tasks
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:

@@ -4,19 +4,20 @@ analysis/deviations.yaml. The setup table and the registration record are checke
 entry or an unreadable record is one line (exit 2) and nothing is written."""
 import sys
 
-from replication import registration
 from replication.io import atomic_path
-from replication.render import render_notebook
-from replication.render_claims import load_claims
-from replication.render_deviations import (DeviationError, derived_facts, deviations_markdown, load_deviations,
+from replication.judge import registration
+from replication.report.claims_view import load_claims
+from replication.report.notebook import render_notebook
+from replication.report.deviations import (DeviationError, derived_facts, deviations_markdown, load_deviations,
                                            resolve_deviations)
-from replication.render_markdown import claims_markdown
+from replication.report.markdown import claims_markdown
 
 if __name__ == "__main__":
     claims = load_claims("reports/claims.json")
     try:
         deviations = resolve_deviations(load_deviations(), {c["id"] for c in claims}, derived=derived_facts())
         registration.load()
+        registration.load_code_amendments()
     except (DeviationError, registration.RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

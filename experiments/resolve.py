@@ -1,5 +1,5 @@
 """Stage resolve: validate params.yaml, apply the active profile, and write the configuration each
-stage uses to resolved/ (one file per stage; see src/replication/config.py: resolve).
+stage uses to resolved/ (one file per stage; see src/replication/run/config.py: resolve).
 
 The stage depends on the whole of params.yaml, so any edit, a typo included, is validated here. Its
 output folder is persistent (DVC does not empty it first): a bad file stops with one line and exit
@@ -11,7 +11,7 @@ import json
 import shutil
 import sys
 
-from replication.config import RESOLVED, load_params, resolve
+from replication.run.config import RESOLVED, load_params, resolve
 from replication.io import remove_stray_tmp, write_json
 
 

@@ -3,10 +3,10 @@ repeat of one seed, and that seed at several thread counts (run one at a time, s
 are comparable)."""
 from functools import partial
 
-from replication.config import TinySimCLR, read_resolved
+from replication.run.config import TinySimCLR, read_resolved
 from replication.examples import tiny_simclr
 from replication.io import write_json
-from replication.runs import map_runs
+from replication.run.train import map_runs
 
 if __name__ == "__main__":
     p = read_resolved("examples/tiny_simclr", TinySimCLR)

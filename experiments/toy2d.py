@@ -1,6 +1,6 @@
 """Stage toy2d: the 2-D circle experiment over seeds and temperatures, without negatives, and again
 at each view noise of the sweep (class spread re-fitted to the calibration target)."""
-from replication.config import Toy2D, read_resolved
+from replication.run.config import Toy2D, read_resolved
 from replication.examples import toy2d
 from replication.io import write_json
 

@@ -1,7 +1,7 @@
 """Configurations for tests, built from the committed params.yaml (the one place defaults live)."""
 from pathlib import Path
 
-from replication.config import DataParams, RunConfig, read_params
+from replication.run.config import DataParams, RunConfig, read_params
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = read_params(ROOT / "params.yaml")

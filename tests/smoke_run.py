@@ -43,9 +43,11 @@ def smoke_tree(folder):
     record is left out: it freezes the default params, which the smoke profile changes, so the
     registered analysis would rightly refuse to judge the smoke run."""
     copy = copy_project(ROOT, folder, profile="smoke")
-    (copy / "analysis" / "registration.json").unlink(missing_ok=True)
+    for record in ("registration.json", "registration_amendments.json"):
+        (copy / "analysis" / record).unlink(missing_ok=True)
     dvc_yaml = copy / "dvc.yaml"
-    dvc_yaml.write_text(dvc_yaml.read_text().replace("      - analysis/registration.json\n", ""))
+    dvc_yaml.write_text(dvc_yaml.read_text().replace("      - analysis/registration.json\n", "")
+                        .replace("      - analysis/registration_amendments.json\n", ""))
     return copy
 
 

@@ -15,10 +15,10 @@ from contrastive.methods import SimCLR, build_method
 from contrastive.models import SmallCNN, make_head
 from contrastive.train import draw_batch
 from helpers import PARAMS, data_params, run_config
-from replication.config import Execution, ParamsError, parse_params
-from replication.datasets import save_dataset
+from replication.run.config import Execution, ParamsError, parse_params
+from replication.run.datasets import save_dataset
 from replication.io import load_yaml
-from replication.runs import train_run
+from replication.run.train import train_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,12 +13,12 @@ import torch.nn as nn
 from contrastive.data import DataError, build_dataset
 from contrastive.evaluate import linear_probes
 from helpers import PARAMS, ROOT, data_params
-from replication.calibration import batch_norms, recalibrate_bn
-from replication.config import ControlParams, EvaluateConfig, Execution, RunConfig, RunData, StudyConfig
-from replication.datasets import save_dataset
-from replication.evaluation import evaluate_method, evaluate_run, load_checkpoint, method_from_state
+from replication.run.calibration import batch_norms, recalibrate_bn
+from replication.run.config import ControlParams, EvaluateConfig, Execution, RunConfig, RunData, StudyConfig
+from replication.run.datasets import save_dataset
+from replication.run.evaluate import evaluate_method, evaluate_run, load_checkpoint, method_from_state
 from replication.io import read_json, write_json
-from replication.runs import differences, save_run, train_run
+from replication.run.train import differences, save_run, train_run
 
 EXECUTION = Execution(threads=1, device="cpu", amp=False)
 

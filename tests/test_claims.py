@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from replication import judging, stats
-from replication.measure import InputError
-from replication.registry import load_registry
-from replication.stats import ladder_trend
+from replication.judge import judge as judging, stats
+from replication.judge.measure import InputError
+from replication.judge.registry import load_registry
+from replication.judge.verdicts import ladder_trend
 
 REGISTRY = Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml"
 RULES = load_registry(REGISTRY)[0]
@@ -96,7 +96,7 @@ def test_a_missing_measurement_stops_the_analysis_and_not_tested_is_only_stated(
 
 
 def test_registry_is_well_formed():
-    rules, registry = load_registry(REGISTRY)
+    rules, registry, _ = load_registry(REGISTRY)
     assert {"control_error_removed", "max_seeds", "failure_loss_fraction", "alpha", "convergence_fraction"} <= set(rules)
     for c in registry:
         assert {"id", "source", "statement", "kind", "section"} <= set(c), c.get("id")
@@ -295,7 +295,7 @@ def test_amendments_are_carried_into_the_judged_claim(results):
 
 
 def test_every_amendment_records_what_why_date_and_previous_verdict():
-    _, registry = load_registry(Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml")
+    _, registry, _ = load_registry(Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml")
     amended = [c for c in registry if c.get("amended")]
     assert len(amended) > 30
     for c in amended:
@@ -389,7 +389,7 @@ def test_a_levelled_contradiction_is_trustworthy(tmp_path):
 def test_trend_labels_follow_the_registered_rules(slopes, verdicts, label):
     steps = [300, 1200, 2400]
     effects = [{s: b * math.log10(t) for s, b in enumerate(slopes)} for t in steps]
-    trend = ladder_trend(steps, effects, 0.02, *verdicts)
+    trend = ladder_trend(steps, effects, 0.02, *verdicts, RULES)
     assert trend["label"] == label
     assert trend["slopes"] == pytest.approx(slopes)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replication.config import ParamsError, parse_params, read_params
+from replication.run.config import ParamsError, parse_params, read_params
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -123,7 +123,7 @@ def test_every_default_lives_in_params_yaml():
     """The schema holds types and ranges only: no field of any model has a default value, except
     the optional folder datasets of a stage's resolved data settings."""
     from pydantic import BaseModel
-    import replication.config as config
+    import replication.run.config as config
     models = [m for m in vars(config).values() if isinstance(m, type) and issubclass(m, BaseModel)
               and m.__module__ == config.__name__ and m is not config.RunData]
     assert len(models) > 10
@@ -133,7 +133,7 @@ def test_every_default_lives_in_params_yaml():
 
 
 def test_resolve_applies_the_active_profile_only():
-    from replication.config import resolve
+    from replication.run.config import resolve
     default, smoke = resolve(parse_params(GOOD)), resolve(parse_params(with_change("profile", "smoke")))
     assert default["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 300
     assert smoke["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 3

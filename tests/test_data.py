@@ -8,8 +8,8 @@ from contrastive.augment import augment
 from contrastive.data import (SHAPES_CLASSES, DataError, _glyph_masks, build_dataset, load_cifar10,
                               load_imagefolder, make_shapes, make_shapes4)
 from helpers import data_params
-from replication.config import SameClassShare
-from replication.datasets import GENERATED, load_dataset, same_class_share, save_dataset
+from replication.run.config import SameClassShare
+from replication.run.datasets import GENERATED, load_dataset, same_class_share, save_dataset
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from contrastive.methods import build_method
 from contrastive.models import SmallCNN
 from contrastive.train import TrainSettings, train
 from helpers import run_config
-from replication.config import Execution, FolderData, RunData, parse_params
-from replication.evaluation import evaluate_method, method_from_state
-from replication.runs import train_run
+from replication.run.config import Execution, FolderData, RunData, parse_params
+from replication.run.evaluate import evaluate_method, method_from_state
+from replication.run.train import train_run
 
 N = 16   # global batch
 
@@ -106,7 +106,7 @@ def test_the_cifar10_profile_trains_a_few_steps_on_a_tiny_image_folder(tmp_path)
     record, states = train_run(0, "simclr", cfg, Execution(threads=1, device="cpu", amp=params.amp), data)
     assert record["status"] == "ok" and record["steps_done"] == 2 and record["device"] == "cpu"
     assert any(k.startswith("f.layer4") for k in states[2])   # a ResNet-18
-    from replication.datasets import dataset_for
+    from replication.run.datasets import dataset_for
     method = method_from_state(cfg, states[2], record["n_data"], record["n_classes"])
     evaluation = evaluate_method(method, cfg, dataset_for("imagefolder", data), params.evaluate, 0)
     assert evaluation["protocol"]["n_labelled"] == 18 and 0 <= evaluation["h"]["wknn"] <= 1 and len(evaluation["h"]) > 5

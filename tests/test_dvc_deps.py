@@ -94,19 +94,19 @@ def test_stage_deps_cover_every_module_it_imports(name, script, deps):
 def test_the_check_sees_transitive_imports():
     """The closure of the training entry point reaches the losses through methods."""
     files = {str(p.relative_to(ROOT)) for p in closure(ROOT / "experiments/pretrain.py")}
-    assert {"src/replication/runs.py", "src/contrastive/methods.py", "src/contrastive/losses.py",
-            "src/contrastive/models.py", "src/replication/datasets.py"} <= files
+    assert {"src/replication/run/train.py", "src/contrastive/methods.py", "src/contrastive/losses.py",
+            "src/contrastive/models.py", "src/replication/run/datasets.py"} <= files
 
 
 def test_a_missing_dependency_is_reported():
     deps = ["experiments/pretrain.py", "src/contrastive"]
     executed = closure(ROOT / "experiments/pretrain.py")
     missing = {str(p.relative_to(ROOT)) for p in executed if not covered(p, deps) and not only_a_docstring(p)}
-    assert "src/replication/runs.py" in missing and "src/contrastive/losses.py" not in missing
+    assert "src/replication/run/train.py" in missing and "src/contrastive/losses.py" not in missing
 
 
 def test_training_does_not_depend_on_the_probes():
     """Changing how checkpoints are evaluated must not retrain anything (evaluate@ reruns alone)."""
     deps = dict((name, deps) for name, _, deps in stages())["pretrain"]
-    probes = [ROOT / "src/contrastive/evaluate.py", ROOT / "src/replication/evaluation.py"]
+    probes = [ROOT / "src/contrastive/evaluate.py", ROOT / "src/replication/run/evaluate.py"]
     assert not any(covered(p, deps) for p in probes)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.dvc_files import claim_metrics, write_dvc_files
+from replication.judge.dvc_files import claim_metrics, write_dvc_files
 from tools.repro import in_run_order, plan, registered_run_in_progress
 from tools.timing import copy_project
 
@@ -119,9 +119,9 @@ def test_the_plan_retrains_only_what_a_stale_stage_needs():
     assert plan(status, lock) == (["evaluate@a"], ["data", "pretrain@a"])
     status.pop("evaluate@a")
     assert plan(status, lock) == ([], [])                       # a fresh clone: nothing to run
-    status["pretrain@b"][0]["changed deps"]["src/replication/config.py"] = "modified"    # a code edit
+    status["pretrain@b"][0]["changed deps"]["src/replication/run/config.py"] = "modified"    # a code edit
     assert plan(status, lock) == (["pretrain@b"], ["data", "pretrain@b"])
-    status["pretrain@b"][0]["changed deps"].pop("src/replication/config.py")
+    status["pretrain@b"][0]["changed deps"].pop("src/replication/run/config.py")
     status["pretrain@b"][1]["changed outs"]["artifacts/pretrain/new"] = "deleted"   # an output dvc.lock lacks
     assert plan(status, lock)[0] == ["pretrain@b"]
     status["resolve"] = [{"changed deps": {"params.yaml": {"evaluate.probe_steps": "modified"}}}]

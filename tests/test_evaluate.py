@@ -204,7 +204,7 @@ def test_the_uncalibrated_probes_use_the_labelled_and_test_sets_of_every_probe()
 def test_the_label_budget_is_checked_strictly_naming_its_key(value, named):
     import yaml
     from helpers import ROOT
-    from replication.config import ParamsError, parse_params
+    from replication.run.config import ParamsError, parse_params
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     raw["evaluate"]["labels_per_class"] = value
     with pytest.raises(ParamsError, match=rf"^params.yaml: evaluate.labels_per_class: .*{named}"):
@@ -214,7 +214,7 @@ def test_the_label_budget_is_checked_strictly_naming_its_key(value, named):
 def test_the_neighbours_are_checked_against_n_labelled_only_when_it_draws_the_labelled_set():
     import yaml
     from helpers import ROOT
-    from replication.config import ParamsError, parse_params
+    from replication.run.config import ParamsError, parse_params
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     raw["evaluate"].update(n_labelled=100, wknn_k=200)
     raw["profiles"] = {"default": {}}                                  # the others set labels_per_class too

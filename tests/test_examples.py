@@ -8,7 +8,7 @@ import torch
 from pathlib import Path
 
 from contrastive.data import make_shapes4
-from replication.config import ShapeTest, read_params
+from replication.run.config import ShapeTest, read_params
 from replication.examples import analytic, ntxent_numpy, tiny_simclr, toy2d
 
 

@@ -10,8 +10,8 @@ from contrastive.data import DataError, build_dataset
 from contrastive.glyphs import (ACCENTS, BASES, CLASSES, SUPERCLASS, SUPERCLASSES, balanced_labels,
                                 build_glyphs, make_glyphs, templates)
 from helpers import ROOT, data_params
-from replication.config import load_params
-from replication.datasets import load_dataset, same_class_share, save_dataset
+from replication.run.config import load_params
+from replication.run.datasets import load_dataset, same_class_share, save_dataset
 
 KNOBS = data_params().glyphs100          # params.yaml's knobs
 

@@ -1,7 +1,7 @@
-"""replication.headroom: the dataset's four design targets, read from constructed records."""
+"""replication.report.headroom: the dataset's four design targets, read from constructed records."""
 import json
 
-from replication.headroom import headroom
+from replication.report.headroom import headroom
 
 
 def write(path, obj):

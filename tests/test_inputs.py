@@ -184,7 +184,7 @@ def test_bad_files_stop_evaluate_with_one_line_and_touch_nothing(study_copy, cas
 
 def test_the_checkpoint_fix_it_suggests_is_a_command_that_works():
     """`dvc checkout FILE` refuses to replace a modified file without --force."""
-    from replication.evaluation import CheckpointError, load_checkpoint
+    from replication.run.evaluate import CheckpointError, load_checkpoint
     checkpoint = {"path": "artifacts/pretrain/head/simclr_head_none/seed_0/step_0.pt", "sha256": "0"}
     with pytest.raises(CheckpointError) as e:
         load_checkpoint(checkpoint, "record.json", root="/nonexistent")

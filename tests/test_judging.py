@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from replication import decisions, judging, robustness
-from replication.registry import load_registry
+from replication.judge import judge as judging, robustness, verdicts
+from replication.judge.registry import load_registry
 
 from test_claims import REGISTRY, RULES, claim, judge
 
@@ -64,15 +64,15 @@ def up(values, by):
                                           (0.025, "inconclusive"), (-0.025, "inconclusive")])
 def test_one_sided_tests_against_the_margin_read_the_95_interval(mean, verdict):
     diffs = [mean + e for e in (0.012, -0.009, 0.003, -0.006, 0.0)]
-    p = decisions.tests(diffs, 0.02)
-    assert decisions.decide(p, 0.025) == verdict
+    p = verdicts.tests(diffs, 0.02)
+    assert verdicts.decide(p, 0.025) == verdict
     lo, hi = sp.t.interval(0.95, 4, loc=np.mean(diffs), scale=sp.sem(diffs))
-    assert decisions.decide_interval(lo, hi, 0.02) == verdict
+    assert verdicts.decide_interval(lo, hi, 0.02) == verdict
     t = (np.mean(diffs) - 0.02) / sp.sem(diffs)
     assert p["p_reproduced"] == pytest.approx(sp.t.sf(t, 4))
 
 
-@pytest.mark.parametrize("verdicts,combined", [
+@pytest.mark.parametrize("contrasts,combined", [
     (["reproduced", "reproduced"], "reproduced"),
     (["reproduced", "contradicted"], "contradicted"),
     (["reproduced", "inconclusive"], "inconclusive"),
@@ -80,8 +80,8 @@ def test_one_sided_tests_against_the_margin_read_the_95_interval(mean, verdict):
     (["no meaningful effect", "no meaningful effect"], "no meaningful effect"),
     (["reproduced", "not testable here"], "not testable here"),
 ])
-def test_every_contrast_of_a_claim_must_hold(verdicts, combined):
-    assert decisions.combine(verdicts) == combined
+def test_every_contrast_of_a_claim_must_hold(contrasts, combined):
+    assert verdicts.combine(contrasts) == combined
 
 
 def test_adding_unrelated_claims_to_the_registry_changes_no_verdict(tmp_path):
@@ -273,7 +273,7 @@ def test_a_trend_is_fitted_only_where_both_arms_trained_and_on_the_logit_scale_t
 
 
 def test_bh_as_an_alternative_turns_a_weak_decision_inconclusive():
-    from replication.robustness import multiplicity_verdict
+    from replication.judge.verdicts import multiplicity_verdict
     assert multiplicity_verdict("reproduced", 0.2, 0.025) == "inconclusive"
     assert multiplicity_verdict("reproduced", 0.01, 0.025) == "reproduced"
     assert multiplicity_verdict("inconclusive", 0.9, 0.025) == "inconclusive"
@@ -291,5 +291,5 @@ def test_labels_for_what_is_not_a_test(tmp_path):
 
 
 def test_the_committed_rules_name_every_alternative_the_panel_uses():
-    rules, _ = load_registry(REGISTRY)
+    rules = load_registry(REGISTRY).rules
     assert rules["robustness"]["probes"][0] == "linear" and rules["robustness"]["rungs"] == "last doubling"

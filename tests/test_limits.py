@@ -10,7 +10,7 @@ import torch
 from scipy.stats import binom
 
 from contrastive.losses import nt_xent
-from replication.config import read_params
+from replication.run.config import read_params
 from replication.examples import arithmetic, limits
 
 LIMITS = read_params(Path(__file__).resolve().parents[1] / "params.yaml").examples.limits

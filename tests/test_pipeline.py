@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.render_claims import slug
+from replication.report.claims_view import slug
 from smoke_run import ROOT, dvc
 from test_report_browser import chromium, flags, measure
 

@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from replication.runs import differences
+from replication.run.train import differences
 from smoke_run import BIN, copy_of, dvc, environment, result_files, run_script, status
 
 pytestmark = [pytest.mark.slow, pytest.mark.copies_smoke_run]

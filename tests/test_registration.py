@@ -2,10 +2,11 @@
 import json
 import shutil
 
+import pytest
 import yaml
 
-from replication.registration import REGISTERED_CODE, register
-from replication.registry import load_registry
+from replication.judge.registration import judged_code, register
+from replication.judge.registry import load_registry
 
 from test_registry import ROOT, run_analyze, write_world
 
@@ -13,10 +14,10 @@ from test_registry import ROOT, run_analyze, write_world
 def registered_world(root):
     """The small world of test_registry, with the project's judging code and params beside it, registered."""
     write_world(root)
-    for path in REGISTERED_CODE:
+    for path in judged_code(ROOT):
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / path, root / path)
-    rules, claims = load_registry(root / "analysis" / "claims.yaml")
+    rules, claims, _ = load_registry(root / "analysis" / "claims.yaml")
     register(rules, claims, root)
     return root / "analysis" / "claims.yaml"
 
@@ -58,10 +59,10 @@ def test_a_logged_post_registration_amendment_is_judged_by_both_rules(tmp_path, 
 
 def test_changed_judging_code_or_params_after_registration_stop_the_analysis(tmp_path, monkeypatch, capsys):
     registered_world(tmp_path)
-    decisions = tmp_path / "src" / "replication" / "decisions.py"
-    decisions.write_text(decisions.read_text() + "\n# changed\n")
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# changed\n")
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
-    assert status == 2 and "src/replication/decisions.py: differs from the registration" in err
+    assert status == 2 and "src/replication/judge/verdicts.py: differs from the registration" in err
 
 
 def test_an_unreadable_record_stops_the_analysis(tmp_path, monkeypatch, capsys):
@@ -72,10 +73,65 @@ def test_an_unreadable_record_stops_the_analysis(tmp_path, monkeypatch, capsys):
 
 
 def test_registering_makes_the_analysis_and_report_depend_on_the_record(tmp_path):
-    from replication.registration import add_to_analysis_deps
+    from replication.judge.registration import add_to_analysis_deps
     dvc_yaml = tmp_path / "dvc.yaml"
     dvc_yaml.write_text((ROOT / "dvc.yaml").read_text().replace("      - analysis/registration.json\n", ""))
     assert add_to_analysis_deps(dvc_yaml) and not add_to_analysis_deps(dvc_yaml)
     stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
     with_record = [name for name, stage in stages.items() if "analysis/registration.json" in stage.get("deps", [])]
     assert sorted(with_record) == ["analyze", "report"]
+
+def test_moved_judging_code_stands_once_a_code_amendment_records_it(tmp_path, monkeypatch, capsys):
+    from replication.judge import registration
+    registered_world(tmp_path)
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 2
+    record = registration.load(tmp_path)
+    amendments = [registration.amend_code(record, "moved", "test", "sha", tmp_path)]
+    (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps(amendments))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 0, err
+    verdicts.write_text(verdicts.read_text() + "# changed after the amendment\n")
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "verdicts.py: differs from the registration of" in err and "code amended" in err
+
+
+def test_a_judging_module_added_after_registration_stops_the_analysis(tmp_path, monkeypatch, capsys):
+    registered_world(tmp_path)
+    (tmp_path / "src" / "replication" / "judge" / "shortcut.py").write_text("OVERRIDE = True\n")
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "src/replication/judge/shortcut.py: judging code added after" in err
+
+
+def test_a_code_amendment_is_written_only_when_the_verdicts_are_identical(tmp_path, monkeypatch, capsys):
+    from tools.register import main as register_main
+    registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0              # the committed results
+    claims = tmp_path / "reports" / "claims.json"
+    committed = claims.read_text()
+    claims.write_text(committed.replace('"reproduced"', '"contradicted"'))    # judged otherwise before
+    assert register_main(["--code-moved", "moved", "--why", "test"]) == 2
+    assert "judges the committed results differently" in capsys.readouterr().err
+    assert not (tmp_path / "analysis" / "registration_amendments.json").exists()
+    claims.write_text(committed)
+    assert register_main(["--code-moved", "moved", "--why", "test"]) == 0
+    written = json.loads((tmp_path / "analysis" / "registration_amendments.json").read_text())
+    assert written[0]["verdicts_identical"] and written[0]["what"] == "moved"
+
+
+def test_the_first_registration_stands_for_the_registered_run_through_its_code_amendment():
+    """The committed record judged the committed results; its code amendment covers the judged files as
+    they are now and reproduced the committed claims.json byte for byte."""
+    import hashlib
+    import subprocess
+    from replication.judge import registration
+    record, amendments = registration.load(ROOT), registration.load_code_amendments(ROOT)
+    registration.check_code(record, amendments, ROOT)
+    git = lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+    added = git("log", "--diff-filter=A", "--format=%H", "--", str(registration.CODE_AMENDMENTS)).split()
+    if not added:
+        pytest.skip("the code amendment is not committed yet")
+    judged_then = git("show", f"{added[-1]}:reports/claims.json")
+    assert amendments[0]["claims_json_sha256"] == hashlib.sha256(judged_then.encode()).hexdigest()
+    assert amendments[0]["verdicts_identical"] and amendments[0]["registration"] == record["date"]

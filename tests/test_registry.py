@@ -18,6 +18,8 @@ RULES = """rules:
   alpha: 0.025
   convergence_fraction: 0.5
   robustness: {probes: [linear, knn], rungs: last doubling, bases: [equal images], multiplicity: [bh]}
+sections:
+  - {id: demo, title: "A demo section", short: Demo, origin: literature}
 """
 PAIRED = """- id: a-beats-b
   section: demo
@@ -125,7 +127,15 @@ REGISTRY_MISTAKES = [
      "amended.0.previous_verdict"),
     ("negative tolerance", "  kind: bound\n  at_most: 1.0\n", "  kind: exact\n  tolerance: -1\n",
      "small-loss: tolerance: Input should be greater than or equal to 0"),
-    ("a third top-level key", "claims:\n", "notes: x\nclaims:\n", "expected exactly two keys"),
+    ("a third top-level key", "claims:\n", "notes: x\nclaims:\n", "expected the keys `rules`"),
+    ("a claim in an undefined section", "- id: small-loss\n  section: demo", "- id: small-loss\n  section: demos",
+     "small-loss: section: 'demos' is not defined under `sections:`"),
+    ("a section without a claim", "  - {id: demo,", "  - {id: empty, title: E, short: E, origin: literature}\n  - {id: demo,",
+     "sections: 'empty' has no claim"),
+    ("a section of no origin", "origin: literature}", "origin: papers}", "sections.0: origin: must be"),
+    ("an amendment id that is not defined", "  margin: 0.02\n",
+     "  margin: 0.02\n  amended: [{ref: nowhere, previous_verdict: inconclusive}]\n",
+     "a-beats-b: amended.0.ref: 'nowhere' is not an id under `amendments:`"),
     ("ratio of three paths", "measured: {file: results/examples/ex.json, key: loss}",
      "measured: {file: results/examples/ex.json, ratio: [a, b, c]}", "ratio: List should have at most 2 items"),
 ]
@@ -201,7 +211,26 @@ def test_params_and_the_committed_registry_reject_duplicate_keys():
     assert load_yaml("x: &x {a: 1}\ny: {<<: *x, a: 2}\n")["y"] == {"a": 2}     # a merge may override
 
 
+def test_a_claims_origin_is_its_sections(tmp_path, monkeypatch, capsys):
+    write_world(tmp_path, RULES.replace("origin: literature", "origin: document") + "claims:\n" + PAIRED + BOUND)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    claims = json.loads((tmp_path / "reports" / "claims.json").read_text())
+    assert {c["origin"] for c in claims} == {"document"}
+
+
 def test_the_committed_registry_is_valid():
-    from replication.registry import load_registry
-    rules, claims = load_registry(REGISTRY)
+    from replication.judge.registry import load_registry
+    rules, claims, sections = load_registry(REGISTRY)
     assert len(claims) > 80 and rules["alpha"] == 0.025
+    assert [s["id"] for s in sections][:4] == ["ntxent-example", "tiny-simclr", "toy2d", "analytic"]
+
+
+def test_a_shared_amendment_is_written_out_in_every_claim_that_names_it(tmp_path):
+    from replication.judge.registry import load_registry
+    shared = ("amendments:\n  margin-up:\n    date: '2026-12-01'\n    what: margin 0.01 -> 0.02\n    why: test\n")
+    registry = RULES + shared + "claims:\n" + PAIRED.replace(
+        "  margin: 0.02\n", "  margin: 0.02\n  amended: [{ref: margin-up, previous_verdict: inconclusive}]\n") + BOUND
+    (tmp_path / "claims.yaml").write_text(registry)
+    claim = load_registry(tmp_path / "claims.yaml").claims[0]
+    assert claim["amended"] == [{"date": "2026-12-01", "what": "margin 0.01 -> 0.02", "why": "test",
+                                 "previous_verdict": "inconclusive", "post_registration": False}]

@@ -13,16 +13,21 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from replication import render_claims as rc  # noqa: E402
-from replication import render_figures as figures  # noqa: E402
-from replication import render_html as page  # noqa: E402
-from replication import render_markdown, stats  # noqa: E402
+from replication.report import claims_view as rc  # noqa: E402
+from replication.report import figures as figures  # noqa: E402
+from replication.report import page as page  # noqa: E402
+from replication.report import markdown
+from replication.judge import stats  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "reports" / "claims.json"
 
 
+DOCUMENTS = ("ntxent-example", "tiny-simclr", "toy2d", "analytic")
+
+
 def claim(cid, verdict, diff, margin=0.02, published=None, section="moco", **extra):
+    extra.setdefault("origin", "document" if section in DOCUMENTS else "literature")
     return {"id": cid, "kind": "paired", "statement": "s", "published": "p", "verdict": verdict, "section": section,
             "published_effect_value": published, "arms": {}, "effect_scale": 100, "effect_unit": " points",
             "contrast": {"a": "x", "b": "y", "diff_mean": diff, "diff_ci95": [diff - 0.01, diff + 0.01],
@@ -33,11 +38,11 @@ def test_the_seed_plot_draws_the_tables_t_interval():
     values = {"a": [0.61, 0.64, 0.59, 0.66, 0.63], "b": [0.40, 0.55, 0.47, 0.52, 0.44]}
     df = pd.DataFrame([{"arm": k, "acc": v} for k, vs in values.items() for v in vs])
     fig, ax = plt.subplots()
-    figures.seed_plot(ax, df, x="arm", y="acc", order=["a", "b"])
+    figures.seed_plot(ax, df, x="arm", y="acc", level=0.95, order=["a", "b"])
     drawn = sorted((tuple(sorted(line.get_ydata())) for line in ax.lines if len(line.get_ydata()) == 2
                     and line.get_xdata()[0] == line.get_xdata()[1]), key=lambda t: t[0])
     plt.close(fig)
-    expected = sorted((tuple(stats.t_interval(v)) for v in values.values()), key=lambda t: t[0])
+    expected = sorted((tuple(stats.t_interval(v, 0.95)) for v in values.values()), key=lambda t: t[0])
     assert len(drawn) == 2
     for got, want in zip(drawn, expected):
         assert got == pytest.approx(want)
@@ -66,12 +71,6 @@ def test_forest_rows_scale_each_effect_by_its_margin_and_group_by_verdict():
     svg = figures.svg_markup(figures.forest_plot([claim("far", "reproduced", 0.5),
                                                   claim("one", "not testable here", 0.01)]), "forest", key="f")
     assert '<a xlink:href="#claim-far">' in svg and "_blank" not in svg and "<metadata>" not in svg
-
-
-def test_a_claim_is_literature_or_document_by_its_field_else_by_its_section():
-    assert rc.origin(claim("a", "reproduced", 0.1, section="toy2d")) == "document"
-    assert rc.origin(claim("a", "reproduced", 0.1, section="moco")) == "literature"
-    assert rc.origin(claim("a", "reproduced", 0.1, section="toy2d", origin="literature")) == "literature"
 
 
 def test_published_and_ours_are_in_one_unit():
@@ -211,7 +210,7 @@ def test_the_seed_plot_draws_the_same_jitter_whatever_numpys_global_state():
         np.random.seed(seed)
         state = np.random.get_state()[1].copy()
         fig, ax = plt.subplots()
-        figures.seed_plot(ax, df, x="arm", y="acc")
+        figures.seed_plot(ax, df, x="arm", y="acc", level=0.95)
         drawn.append(figures.svg_markup(fig, "seeds", key="f"))
         assert np.array_equal(np.random.get_state()[1], state)          # the global generator is left as it was
     assert drawn[0] == drawn[1]
@@ -225,7 +224,7 @@ def test_ids_outside_the_safe_alphabet_become_a_digest():
 def test_claims_markdown_escapes_cells_and_folds_the_documents_examples():
     lit = {**claim("one", "reproduced", 0.06), "note": "a | b <i>"}
     doc = {**claim("doc", "exact match", 0.0, section="toy2d"), "contrast": None}
-    text = render_markdown.claims_markdown([lit, doc])
+    text = markdown.claims_markdown([lit, doc])
     row = next(line for line in text.splitlines() if line.startswith("| `one`"))
     assert "+6 points [+5, +7]" in row and "**reproduced**" in row and "<i>" not in text
     assert text.index("<details>") < text.index("| `doc`")
@@ -251,8 +250,8 @@ def test_the_committed_claims_md_has_one_row_per_literature_claim_with_both_effe
         mine = [r for r in rows if r.startswith(f"| `{c['id']}` |")]
         assert len(mine) == 1, c["id"]
         cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", mine[0])[1:-1]]
-        assert cells[2] == render_markdown.cell(rc.published_text(c))         # published, in the claim's unit
-        assert cells[3] == render_markdown.cell(render_markdown.ours(c))      # ours, in the same unit
+        assert cells[2] == markdown.cell(rc.published_text(c))         # published, in the claim's unit
+        assert cells[3] == markdown.cell(markdown.ours(c))      # ours, in the same unit
 
 
 @pytest.mark.skipif(not COMMITTED.exists(), reason="no committed reports/claims.json")

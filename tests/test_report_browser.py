@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.render_claims import slug
+from replication.report.claims_view import slug
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "reports" / "report.html"

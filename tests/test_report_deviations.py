@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replication import render_deviations as rd
+from replication.report import deviations as rd
 from replication.io import write_json
 
 from test_report_escaping import PAYLOAD, live_markup

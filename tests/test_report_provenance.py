@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from replication import render, render_html as page
+from replication.report import notebook as render, page
 from replication.io import write_json
 from tools import timing
 
@@ -17,7 +17,7 @@ from test_report_deviations import entry, resolved, write_deviations
 
 ROOT = Path(__file__).resolve().parents[1]
 
-RECORD = {"date": "2026-12-02", "sha256": {"params.yaml": "a1" * 32, "src/replication/judging.py": "b2" * 32},
+RECORD = {"date": "2026-12-02", "sha256": {"params.yaml": "a1" * 32, "src/replication/judge/judge.py": "b2" * 32},
           "rules_sha256": "c3" * 32, "rules": {}, "claims": {}}
 
 
@@ -34,7 +34,7 @@ def test_the_registration_block_shows_the_record_the_match_the_commit_and_the_la
     block = page.registration_section(RECORD, "2026-12-02", ("f00dcafe" * 5, "2026-12-02"), claims)
     assert "Rules registered on 2026-12-02" in block and f"<code>{'f00dcafe' * 5}</code> of 2026-12-02" in block
     assert all(f"<code>{digest}</code>" in block for digest in [*RECORD["sha256"].values(), RECORD["rules_sha256"]])
-    assert "<code>src/replication/judging.py</code>" in block
+    assert "<code>src/replication/judge/judge.py</code>" in block
     assert "Judged files match the registration: yes" in block
     rows = block.split("<table class='post-registration'>")[1].split("<tr>")[2:]
     assert len(rows) == 2 and "#claim-changed" in rows[0] and "#claim-added" in rows[1]

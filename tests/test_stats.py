@@ -3,27 +3,30 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from replication import decisions, stats
+from replication.judge import stats, verdicts
+
+RULES = {"alpha": 0.025}      # the registered level: 95% intervals
+LEVEL = verdicts.level(RULES)
 
 
 def test_t_interval_matches_scipy():
     x = [0.61, 0.64, 0.59, 0.66, 0.63]
-    lo, hi = stats.t_interval(x)
+    lo, hi = stats.t_interval(x, LEVEL)
     ref = sp.t.interval(0.95, len(x) - 1, loc=np.mean(x), scale=sp.sem(x))
     assert (lo, hi) == pytest.approx(ref)
 
 
 def test_summary_keeps_the_values():
-    s = stats.summarize([1.0, 2.0, 4.0])
+    s = stats.summarize([1.0, 2.0, 4.0], LEVEL)
     assert s["values"] == [1.0, 2.0, 4.0] and s["n"] == 3 and s["min"] == 1 and s["max"] == 4
     assert s["sd"] == pytest.approx(np.std([1, 2, 4], ddof=1))
 
 
 def test_paired_contrast_direction_and_p():
     a, b = [0.70, 0.72, 0.69, 0.71, 0.73], [0.60, 0.61, 0.62, 0.60, 0.63]
-    c = stats.paired_contrast(a, b)
+    c = stats.paired_contrast(a, b, "greater", LEVEL)
     assert c["diff_mean"] == pytest.approx(0.098) and c["p"] < 1e-3
-    flipped = stats.paired_contrast(b, a, direction="less")
+    flipped = stats.paired_contrast(b, a, "less", LEVEL)
     assert flipped["diff_mean"] == pytest.approx(0.098) and flipped["p"] == pytest.approx(c["p"])
     assert c["p"] == pytest.approx(sp.ttest_rel(a, b).pvalue)            # two-sided
     assert c["se"] == pytest.approx(np.std(np.subtract(a, b), ddof=1) / np.sqrt(5))
@@ -43,32 +46,32 @@ CASES = [   # (interval, margin, verdict): each rule, and its mirror image
 @pytest.mark.parametrize("ci,margin,expected", CASES)
 def test_the_decision_table_is_symmetric(ci, margin, expected):
     mirror = {"reproduced": "contradicted", "contradicted": "reproduced"}
-    assert decisions.decide_interval(*ci, margin) == expected
-    assert decisions.decide_interval(-ci[1], -ci[0], margin) == mirror.get(expected, expected)
+    assert verdicts.decide_interval(*ci, margin) == expected
+    assert verdicts.decide_interval(-ci[1], -ci[0], margin) == mirror.get(expected, expected)
 
 
 def test_verdict_rules_are_listed_once_for_readers():
-    names = [v for v, _ in decisions.VERDICT_RULES]
+    names = [v for v, _ in verdicts.VERDICT_RULES]
     assert names == ["reproduced", "contradicted", "no meaningful effect", "inconclusive", "not testable here"]
 
 
 def test_prediction_interval_is_wider_than_the_interval_of_the_mean():
     x = [0.61, 0.64, 0.59, 0.66, 0.63]
-    lo, hi = stats.prediction_interval(x)
+    lo, hi = stats.prediction_interval(x, LEVEL)
     half = sp.t.ppf(0.975, 4) * np.std(x, ddof=1) * np.sqrt(1 + 1 / 5)
     assert (lo, hi) == pytest.approx((np.mean(x) - half, np.mean(x) + half))
-    assert stats.single_run_verdict(0.70, x) == "reproduced"        # outside the mean's interval, inside this one
-    assert stats.t_interval(x)[1] < 0.70
-    assert stats.single_run_verdict(0.80, x) == "contradicted"
+    assert verdicts.single_run_verdict(0.70, x, RULES) == "reproduced"        # outside the mean's interval, inside this one
+    assert stats.t_interval(x, LEVEL)[1] < 0.70
+    assert verdicts.single_run_verdict(0.80, x, RULES) == "contradicted"
 
 
 def test_seeds_needed_grows_with_spread():
-    tight = stats.seeds_needed([0.05, 0.06, 0.04, 0.05], 0.01)
-    loose = stats.seeds_needed([0.05, 0.15, -0.05, 0.05], 0.01)
+    tight = verdicts.seeds_needed([0.05, 0.06, 0.04, 0.05], 0.01, RULES)
+    loose = verdicts.seeds_needed([0.05, 0.15, -0.05, 0.05], 0.01, RULES)
     assert tight is not None and loose is not None and loose > tight
 
 
 def test_interval_verdict():
-    assert stats.interval_verdict([0.98, 0.99], 0.97, 1.0) == "reproduced"
-    assert stats.interval_verdict([0.90, 0.95], 0.97, 1.0) == "contradicted"
-    assert stats.interval_verdict([0.95, 0.99], 0.97, 1.0) == "inconclusive"
+    assert verdicts.interval_verdict([0.98, 0.99], 0.97, 1.0) == "reproduced"
+    assert verdicts.interval_verdict([0.90, 0.95], 0.97, 1.0) == "contradicted"
+    assert verdicts.interval_verdict([0.95, 0.99], 0.97, 1.0) == "inconclusive"

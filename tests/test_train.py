@@ -17,10 +17,10 @@ from contrastive.methods import SimCLR
 from contrastive.models import SmallCNN, make_head
 from contrastive.train import CHECK_EVERY, TrainSettings, train
 from helpers import PARAMS, data_params
-from replication.config import EvaluateConfig, Execution
-from replication.datasets import save_dataset
-from replication.evaluation import evaluate_method, method_from_state
-from replication.runs import differences, train_run
+from replication.run.config import EvaluateConfig, Execution
+from replication.run.datasets import save_dataset
+from replication.run.evaluate import evaluate_method, method_from_state
+from replication.run.train import differences, train_run
 
 
 def images(n=32, size=8, seed=0):

@@ -1,29 +1,63 @@
-"""Compare two judged claim files: which verdicts changed, and how far each effect moved measured in
-its own interval's half-width.
+"""What moved between two judged runs: verdict changes, effect shifts and, with --causes, what
+changed in between to move each verdict.
 
-    python -m tools.compare                          # committed (git HEAD) against the working tree
-    python -m tools.compare OLD NEW                  # files, or REV:path (e.g. HEAD~3:reports/claims.json)
+    python -m tools.compare                     # git HEAD against the working tree
+    python -m tools.compare OLD [NEW]           # revisions (NEW: the working tree when omitted), or
+                                                # claims files / REV:path (e.g. HEAD~3:reports/claims.json)
+    python -m tools.compare OLD [NEW] --causes  # each moved verdict with its cause; new arms' costs
 
-A rerun on another CPU or thread count is a second realisation of the same study: effects move a
-little, and a verdict near a threshold may flip. A shift larger than the old interval's half-width
-is marked with '!'.
+Effect shifts: a rerun on another CPU or thread count is a second realisation of the same study:
+effects move a little, and a verdict near a threshold may flip. A shift larger than the old
+interval's half-width is marked with '!'.
+
+Causes (revisions only): a verdict can move because the claim's rule changed (judging), because the
+arms it reads were trained differently (design), or, with neither, because the data and the
+evaluation under the same rule changed. Each move is given the first of those that applies, read
+from the two revisions' analysis/claims.yaml and resolved/pretrain/*.json:
+
+- design: the claim is new, or a key naming what it reads changed (arms, runs, ladder, ...), or an
+  arm it reads was trained with another setting (the dataset and knobs added at their defaults
+  aside);
+- judging: a key of its decision rule changed (direction, margin, basis, tolerance, ...);
+- data and evaluation: neither; a claim that reads no trained arm moved with its example's rerun
+  or with judging code.
+
+Below the table, every arm new since OLD with its cost: steps to its last rung x batch x seeds
+(images drawn), and the training time its records measured (with their CPU). Judging code that
+changed for every claim (how gates, bases or families are computed) is not told apart here; the
+amendments in claims.yaml name it.
 """
 import json
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
-DEFAULT_OLD, DEFAULT_NEW = "HEAD:reports/claims.json", "reports/claims.json"
+import yaml
+
+from replication.judge.verdicts import NOT_JUDGED
+
+CLAIMS = "reports/claims.json"
+
+
+def read(rev, path):
+    """A file's text at a git revision, or in the working tree when rev is None."""
+    if rev is None:
+        return Path(path).read_text()
+    shown = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
+    if shown.returncode:
+        raise SystemExit(f"error: {rev}:{path}: not in git ({shown.stderr.strip()})")
+    return shown.stdout
 
 
 def load(source):
-    """Claims from a file, or from `REV:path` in git."""
-    if Path(source).exists():
-        return json.loads(Path(source).read_text())
-    shown = subprocess.run(["git", "show", source], capture_output=True, text=True)
-    if shown.returncode:
-        raise SystemExit(f"error: {source}: neither a file nor a git REV:path")
-    return json.loads(shown.stdout)
+    """Judged claims from a file, a git `REV:path`, a revision (its reports/claims.json) or, for
+    None, the working tree's."""
+    if source is None or Path(source).exists():
+        return json.loads(read(None, source or CLAIMS))
+    rev, _, path = source.partition(":")
+    return json.loads(read(rev, path or CLAIMS))
 
 
 def effects(claim):
@@ -66,9 +100,139 @@ def compare(old, new):
     return lines
 
 
+DESIGN_KEYS = {"arms", "a", "b", "runs", "ladder", "reference", "x", "y", "at", "realisations",
+               "realisation", "measured", "collapse"}
+WORDING_KEYS = {"statement", "source", "metric", "section", "amended", "reason", "scale_note",
+                "published_effect", "effect_unit"}
+RECORD = re.compile(r"results/(?:evaluate|pretrain)/([^/]+)/([^/]+)/seed_")
+
+
+def conditions(rev):
+    """{study: {condition: settings}} resolved at a revision."""
+    if rev is None:
+        paths = [str(p) for p in sorted(Path("resolved/pretrain").glob("*.json"))]
+    else:
+        listed = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:resolved/pretrain"],
+                                capture_output=True, text=True).stdout.split()
+        paths = [f"resolved/pretrain/{name}" for name in listed]
+    return {Path(p).stem: json.loads(read(rev, p))["conditions"] for p in paths}
+
+
+def arms_read(claim, studies):
+    """(study, condition) pairs whose records a claim's definition names."""
+    pairs = set()
+    for study, cond in RECORD.findall(json.dumps(claim)):
+        for s in (studies if study == "*" else [study]):
+            for c in (studies.get(s, {}) if cond == "*" else [cond]):
+                if c in studies.get(s, {}):
+                    pairs.add((s, c))
+    return pairs
+
+
+def setting_changes(old, new, defaults):
+    """Settings of one condition that differ, leaving out the dataset and knobs the old one lacked
+    that are at their default now."""
+    keys = (old.keys() | new.keys()) - {"dataset"}
+    return sorted(k for k in keys if old.get(k, defaults.get(k)) != new.get(k))
+
+
+def cause(old_claim, new_claim, old_studies, new_studies, defaults):
+    """(cause, detail) of a claim's move between two revisions."""
+    if old_claim is None:
+        return "design", "new claim"
+    changed = {k for k in old_claim.keys() | new_claim.keys() if old_claim.get(k) != new_claim.get(k)}
+    if changed & DESIGN_KEYS:
+        return "design", "reads " + ", ".join(sorted(changed & DESIGN_KEYS))
+    retrained = []
+    for study, cond in sorted(arms_read(new_claim, new_studies)):
+        before = old_studies.get(study, {}).get(cond)
+        if before is None:
+            retrained.append(f"{cond} (new arm)")
+        elif diff := setting_changes(before, new_studies[study][cond], defaults):
+            retrained.append(f"{cond} ({', '.join(diff)})")
+    if retrained:
+        return "design", "arms " + "; ".join(retrained)
+    if judged := changed - DESIGN_KEYS - WORDING_KEYS:
+        return "judging", "rule " + ", ".join(sorted(judged))
+    if arms_read(new_claim, new_studies):
+        return "data and evaluation", ""
+    return "example rerun or judging code", ""
+
+
+def moves(old_rev, new_rev=None):
+    """Rows (id, old verdict, new verdict, cause, detail), and the counts below the table."""
+    old_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(old_rev, CLAIMS))}
+    new_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(new_rev, CLAIMS))}
+    old_defs = {c["id"]: c for c in yaml.safe_load(read(old_rev, "analysis/claims.yaml"))["claims"]}
+    new_defs = {c["id"]: c for c in yaml.safe_load(read(new_rev, "analysis/claims.yaml"))["claims"]}
+    defaults = yaml.safe_load(read(new_rev, "params.yaml"))["pretrain"]["defaults"]
+    old_studies, new_studies = conditions(old_rev), conditions(new_rev)
+    rows = []
+    for cid, verdict in new_verdicts.items():
+        old = old_verdicts.get(cid, "(no claim)")
+        if old != verdict:
+            rows.append((cid, old, verdict,
+                         *cause(old_defs.get(cid), new_defs[cid], old_studies, new_studies, defaults)))
+    removed = sorted(set(old_verdicts) - set(new_verdicts))
+    newly_tested = [cid for cid, v in new_verdicts.items()
+                    if old_verdicts.get(cid, "not tested") in set(NOT_JUDGED) and v not in set(NOT_JUDGED)]
+    return rows, removed, newly_tested
+
+
+def markdown(rows, removed, newly_tested, n_claims):
+    """The table and its counts as markdown."""
+    lines = ["| claim | before | now | cause | what changed |", "|---|---|---|---|---|"]
+    lines += [f"| {cid} | {old} | {new} | {why} | {detail} |" for cid, old, new, why, detail in rows]
+    causes = ", ".join(f"{n} {why}" for why, n in Counter(row[3] for row in rows).most_common())
+    lines += ["", f"{len(rows)} of {n_claims} verdicts moved" + (f": {causes}." if causes else ".")]
+    lines.append(f"Claims removed: {', '.join(removed) or 'none'}.")
+    lines.append(f"Claims untested before (or new) with a measured verdict now: {len(newly_tested)}.")
+    return "\n".join(lines)
+
+
+def arm_costs(old, root="."):
+    """Rows (arm, study, steps x batch, images over seeds, training minutes, CPUs) of every arm in
+    root's resolved configurations that is not among the `old` arm names, and the old names it dropped."""
+    now = set()
+    rows = []
+    for resolved in sorted(Path(root, "resolved/pretrain").glob("*.json")):
+        study = json.loads(resolved.read_text())
+        for name, cfg in study["conditions"].items():
+            now.add(name)
+            if name in old:
+                continue
+            steps = max([cfg["steps"], *cfg["ladder"]])
+            records = [json.loads(p.read_text())
+                       for p in sorted(Path(root, "results/pretrain", resolved.stem, name).glob("seed_*.json"))]
+            cpus = ", ".join(sorted({r.get("cpu", "?") for r in records})) or "not run yet"
+            rows.append((name, resolved.stem, f"{steps:,} x {cfg['batch']}", steps * cfg["batch"] * len(study["seeds"]),
+                         sum(r["wall_s"] for r in records) / 60, cpus))
+    return rows, sorted(old - now)
+
+
+def costs_markdown(rows, dropped):
+    lines = ["| new arm | study | steps x batch | images (all seeds) | training minutes (all seeds) | CPU |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {a} | {s} | {sb} | {n:,} | {m:.1f} | {cpu} |" for a, s, sb, n, m, cpu in rows]
+    lines.append(f"\n{len(rows)} new arms: {sum(r[3] for r in rows):,} images, {sum(r[4] for r in rows):.1f} training "
+                 "minutes summed over seeds (two seeds train at once, so the stages' wall time is about half).")
+    lines.append(f"Arms dropped: {', '.join(dropped) or 'none'}.")
+    return "\n".join(lines)
+
+
 def main(argv):
-    old, new = (argv + [DEFAULT_OLD, DEFAULT_NEW][len(argv):])[:2]
+    causes = "--causes" in argv
+    revs = [a for a in argv if a != "--causes"]
+    if len(revs) > 2 or (causes and not revs):
+        raise SystemExit(__doc__.split("\n\n")[1])
+    old, new = (revs + [None, None])[:2] if revs else ("HEAD", None)
     print("\n".join(compare(load(old), load(new))))
+    if causes:
+        rows, removed, newly_tested = moves(old, new)
+        print("\n" + markdown(rows, removed, newly_tested, len(load(new))))
+        if new is None:
+            old_arms = {c for conds in conditions(old).values() for c in conds}
+            print("\n" + costs_markdown(*arm_costs(old_arms)))
     return 0
 
 

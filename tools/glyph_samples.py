@@ -6,7 +6,7 @@ for looking at the dataset while its knobs are piloted.
 Writes glyphs100_samples.png (one image per class, a row per family), glyphs100_views.png (each
 family's first image and six views under the default arm's augmentation) and
 glyphs100_templates.png (every class drawn plainly). The report stage draws the first two from
-data/glyphs100.pt with the same functions (replication.render_figures.dataset_figures).
+data/glyphs100.pt with the same functions (replication.report.figures.dataset_figures).
 """
 import argparse
 from pathlib import Path
@@ -17,8 +17,8 @@ matplotlib.use("Agg")
 import torch  # noqa: E402
 
 from contrastive.glyphs import CLASSES, SUPERCLASS, SUPERCLASSES, make_glyphs, templates  # noqa: E402
-from replication.config import read_params  # noqa: E402
-from replication.render_figures import dataset_figures  # noqa: E402
+from replication.run.config import read_params  # noqa: E402
+from replication.report.figures import dataset_figures  # noqa: E402
 
 
 def glyphs(x, y):

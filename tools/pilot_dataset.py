@@ -9,7 +9,7 @@ reports/pilot/glyphs100.json with the CPU model, the date, the generator's knobs
 
 - the untrained control per seed: the step-0 encoder of the seed (as training builds it), its
   BatchNorm statistics re-estimated on the first 10 x 128 un-augmented training images
-  (replication.calibration.recalibrate_bn, the rule of the control stage), and also without;
+  (replication.run.calibration.recalibrate_bn, the rule of the control stage), and also without;
 - each arm (params.yaml pretrain.defaults with the arm's overrides) trained with the study's loop
   (contrastive.train.train) to `--steps`, with checkpoints at 300, 1,200 and the last step;
 - at every checkpoint, the linear probe on h exactly as evaluate@ runs it (l2-normalised h,
@@ -20,7 +20,7 @@ reports/pilot/glyphs100.json with the CPU model, the date, the generator's knobs
 - the share of same-class negatives in a batch of 128: analytic (sum of squared class
   frequencies) and measured on 200 batches drawn as training draws them.
 
-The four targets are replication.headroom's, which the report also reads from the registered run.
+The four targets are replication.report.headroom's, which the report also reads from the registered run.
 Pilot runs use seeds as given and at most two worker processes. Nothing here is a pipeline stage.
 """
 import argparse
@@ -37,12 +37,12 @@ from contrastive.evaluate import embed, linear_probe_accuracy
 from contrastive.glyphs import CLASSES, build_glyphs
 from contrastive.methods import build_method
 from contrastive.train import Timer, train
-from replication.calibration import recalibrate_bn
-from replication.config import GlyphsData, RunConfig
-from replication.datasets import same_class_negatives
-from replication.headroom import ARM_AT_MOST, CONTROL_AT_MOST, GAIN_AT_LEAST, SAME_CLASS_AT_MOST
+from replication.run.calibration import recalibrate_bn
+from replication.run.config import GlyphsData, RunConfig
+from replication.run.datasets import same_class_negatives
+from replication.report.headroom import ARM_AT_MOST, CONTROL_AT_MOST, GAIN_AT_LEAST, SAME_CLASS_AT_MOST
 from replication.io import cpu_model, read_json, sha256, write_json
-from replication.runs import map_runs
+from replication.run.train import map_runs
 
 REPORT = Path("reports/pilot/glyphs100.json")
 ARMS = {"simclr": {}, "supcon": {"method": "supcon", "tau": 0.1}, "supervised": {"method": "supervised"}}

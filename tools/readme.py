@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replication.headroom import headroom
-from replication.render_deviations import REFERENCE_ARM
+from replication.report.headroom import headroom
+from replication.report.deviations import REFERENCE_ARM
 
 
 def _load(path):
@@ -65,7 +65,7 @@ def figures_block():
     if runs:
         dataset = runs[0]["config"]["dataset"]
         verdict = {True: "holds", False: "fails", None: "not measured"}
-        lines.append(f"- Headroom of `{dataset}` (the design targets of replication.headroom, read from the run's "
+        lines.append(f"- Headroom of `{dataset}` (the design targets of replication.report.headroom, read from the run's "
                      "records): " + "; ".join(f"{target}: {measured} ({verdict[ok]})" for target, measured, ok
                                                in headroom(".", dataset, (REFERENCE_ARM[0].split("/")[-1], REFERENCE_ARM[1]))) + ".")
     tiny = _load("results/examples/tiny_simclr.json")
@@ -143,16 +143,16 @@ def benchmarks_block():
 
 
 def verdicts_block():
-    """The verdict table, from the one list the analysis applies (src/replication/decisions.py)."""
-    from replication.decisions import VERDICT_RULES
+    """The verdict table, from the one list the analysis applies (src/replication/judge/verdicts.py)."""
+    from replication.judge.verdicts import VERDICT_RULES
     rows = ["| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its 95% interval, m the margin) |",
             "|---|---|"]
     return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in VERDICT_RULES])
 
 
 def trends_block():
-    """The ladder's trend labels, from the one list the analysis applies (src/replication/stats.py)."""
-    from replication.stats import TREND_RULES
+    """The ladder's trend labels, from the one list the analysis applies (src/replication/judge/stats.py)."""
+    from replication.judge.verdicts import TREND_RULES
     rows = ["| trend | rule (b: slope of the effect against log10(steps), [b_lo, b_hi] its 95% interval, m the margin) |",
             "|---|---|"]
     return "\n".join(rows + [f"| {label} | {rule} |" for label, rule in TREND_RULES])

@@ -1,21 +1,65 @@
-"""Freeze the rules before a full run: write analysis/registration.json (the date, the sha256 of
-params.yaml, the registry and the judging code, and every claim as registered) and make the analyze
-stage depend on it. Commit both before the first stage of the run.
+"""Freeze the rules before a full run, or record judging code that moved without moving a verdict.
 
     python -m tools.register
+        write analysis/registration.json (the date, the sha256 of params.yaml, the registry and the
+        judging code, and every claim as registered) and make the analyze stage depend on it;
+        commit both before the first stage of the run.
+    python -m tools.register --code-moved "what moved" --why "why"
+        judge the committed results with the code as it is now; only when that gives a reports/
+        claims.json byte-identical to the committed one, append a code amendment (the new hashes)
+        to analysis/registration_amendments.json. Otherwise the edit changes a verdict: it is a
+        rule change, not a move.
 """
+import argparse
+import hashlib
 import sys
+from pathlib import Path
 
-from replication.config import read_resolved
-from replication.registration import RECORD, add_to_analysis_deps, register
-from replication.registry import RegistryError, load_registry
+from replication.io import json_text, write_json
+from replication.judge.judge import judge_registry
+from replication.judge.measure import InputError
+from replication.judge.registration import (CODE_AMENDMENTS, RECORD, RegistrationError, add_to_analysis_deps,
+                                            amend_code, load, load_code_amendments, register)
+from replication.judge.registry import RegistryError, load_registry
+from replication.run.config import read_resolved
 
-if __name__ == "__main__":
+CLAIMS = Path("reports/claims.json")
+
+
+def code_moved(what, why):
+    record = load()
+    if record is None:
+        raise RegistrationError(f"{RECORD}: no registration to amend; run `python -m tools.register` first")
+    judged, _ = judge_registry(read_resolved("conditions"), check_code=False)
+    committed = CLAIMS.read_text()
+    if json_text(judged) != committed:
+        raise RegistrationError(f"{CLAIMS}: the code as it is now judges the committed results differently; "
+                                "a change that moves a verdict is a rule change, not a move (register again)")
+    amendments = [*load_code_amendments(), amend_code(record, what, why, hashlib.sha256(committed.encode()).hexdigest())]
+    write_json(CODE_AMENDMENTS, amendments)
+    return amendments[-1]
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="python -m tools.register")
+    parser.add_argument("--code-moved", metavar="WHAT")
+    parser.add_argument("--why", default="")
+    args = parser.parse_args(argv)
     try:
-        rules, claims = load_registry("analysis/claims.yaml", read_resolved("conditions")["conditions"])
-    except RegistryError as e:
+        if args.code_moved:
+            amendment = code_moved(args.code_moved, args.why)
+            print(f"wrote {CODE_AMENDMENTS}: {len(amendment['sha256'])} judged files amended on {amendment['date']}, "
+                  "verdicts identical; commit it with the code")
+            return 0
+        rules, claims, _ = load_registry("analysis/claims.yaml", read_resolved("conditions")["conditions"])
+    except (RegistryError, RegistrationError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        return 2
     record = register(rules, claims)
     deps = " and added it to the analyze and report stages' deps in dvc.yaml" if add_to_analysis_deps() else ""
     print(f"wrote {RECORD}{deps}: {len(claims)} claims registered on {record['date']}; commit it before the run")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -2,8 +2,10 @@
 
     python -m tools.relock            # list what it would record, change nothing
     python -m tools.relock --write    # record it
+    python -m tools.relock --moved --write
+                                      # also code at paths dvc.lock does not know yet (modules moved)
 
-Every stage depends on the modules it imports, so a new check in src/replication/config.py makes
+Every stage depends on the modules it imports, so a new check in src/replication/run/config.py makes
 every stage stale, and on a clone without DVC's cache `dvc commit` refuses (the checkpoints are not
 there to hash). This tool records the new hashes of the edited code and keeps the recorded hashes of
 the outputs that are missing. It only touches a stage whose every change is an edited source file
@@ -20,9 +22,10 @@ from tools.repro import MISSING, read_lock, recorded, stage_status
 CODE = ("src/", "experiments/", "analysis/", "tools/")
 
 
-def code_only(changes, known):
+def code_only(changes, known, moved=False):
     """True when a stage's changes are edited source files, or files this clone lacks that dvc.lock
-    records (a new output or dependency is not: the stage must run to make it)."""
+    records (a new output or dependency is not: the stage must run to make it). moved: a source
+    file at a path dvc.lock does not know counts as edited code (a module moved to a new house)."""
     for change in changes:
         if not isinstance(change, dict):
             return False                        # e.g. "changed command", "always changed"
@@ -32,16 +35,16 @@ def code_only(changes, known):
             for path, state in entries.items():
                 missing = isinstance(state, str) and state in MISSING and path in known
                 edited_code = kind == "changed deps" and state == "modified" and path.startswith(CODE) \
-                    and path in known
+                    and (path in known or moved)
                 if not (missing or edited_code):
                     return False
     return True
 
 
-def relockable(status, lock):
+def relockable(status, lock, moved=False):
     """The stages whose dvc.lock entries may be updated, and those left stale."""
     known = recorded(lock)
-    fits = {s for s, changes in status.items() if code_only(changes, known.get(s, set()))}
+    fits = {s for s, changes in status.items() if code_only(changes, known.get(s, set()), moved)}
     return sorted(s for s in fits if _edited(status[s])), sorted(set(status) - fits)
 
 
@@ -63,7 +66,7 @@ def relock(stages):
 
 
 def main(argv):
-    ok, left = relockable(stage_status(), read_lock())
+    ok, left = relockable(stage_status(), read_lock(), moved="--moved" in argv)
     for stage in ok:
         print(f"{'recorded' if '--write' in argv else 'would record'}: {stage} (edited code only)")
     for stage in left:

@@ -90,7 +90,7 @@ def main(argv):
     if code == 0 and forced and stages:
         record_stages(started, end, seconds - in_commands[0], seconds, cpu_model())
     if code == 0 and forced and stages and set(every_stage) <= set(stages):
-        from replication.config import read_params
+        from replication.run.config import read_params
         write_json(RECORD, {"command": " ".join(argv), "seconds": round(seconds, 1),
                             "seconds_in_dvc": round(seconds - in_commands[0], 1), "stages_run": stages,
                             "date": datetime.date.today().isoformat(), "cpu": cpu_model(),

@@ -2,7 +2,7 @@
 
 Protocol (recorded with every figure): features are l2-normalised h = f(x) or z = g(f(x)),
 computed in eval mode (BN running statistics; the study re-estimates them on training images
-first, replication.calibration). The labelled set is a seeded draw of the same number of training
+first, replication.run.calibration). The labelled set is a seeded draw of the same number of training
 images of each class (labels_per_class), the same for every run, or the first n_labelled training
 images. The linear probe is multinomial logistic regression from zero weights, full-batch Adam
 (lr 0.05, 300 steps) with an L2 penalty 1e-3 ||W||^2, as in the documents' example. The studies

@@ -31,7 +31,7 @@ brightness by `min_contrast`), a striped background texture of random angle and 
 (`texture`), a brightness gradient across the image, `clutter` distractor strokes (a share
 `clutter_mimic` of them in the glyph's own colour, so they can mimic an accent), global brightness, and pixel noise.
 
-The knobs' values live in params.yaml (data.glyphs100; schema replication.config.GlyphsData);
+The knobs' values live in params.yaml (data.glyphs100; schema replication.run.config.GlyphsData);
 contrastive.data.build_dataset("glyphs100", ...) builds the dataset the study trains on. The pilot that
 fixed them, against the untrained control and the ceiling only, is
 tools/pilot_dataset.py (reports/pilot/glyphs100.json).
@@ -218,7 +218,7 @@ def _render(d, s, size):
 
 def make_glyphs(n, gen, knobs, size=32, chunk=1000):
     """n images of glyphs100 and their fine labels, drawing everything from `gen`; knobs: the
-    difficulty knobs of params.yaml data.glyphs100 (a replication.config.GlyphsData, or any object
+    difficulty knobs of params.yaml data.glyphs100 (a replication.run.config.GlyphsData, or any object
     with those attributes). Returns images (n, 3, size, size) float32 in [0, 1], labels (n,) int64."""
     d = _draw(n, gen, knobs, size)
     parts = [_render({k: v[i:i + chunk] for k, v in d.items()}, knobs, size) for i in range(0, n, chunk)]

@@ -1,9 +1,14 @@
-"""Running and judging the replication study around the `contrastive` algorithms.
+"""Running, judging and reporting the replication study around the `contrastive` algorithms, one
+house per job, each importing only from the houses above it:
 
-Modules: config (the params.yaml schema and its resolution into one file per stage), datasets
-(generated datasets saved with sha256 manifests), runs (conditions over seeds: training with a
-checkpoint per rung), evaluation (every probe at each checkpoint), calibration (BatchNorm statistics
-re-estimated on training images before the probes), io (atomic writes), stats (intervals and
-verdict rules), claims (judging analysis/claims.yaml), render (the report's tables, plots and HTML),
-examples (the source documents' printed examples, recomputed).
+    run/      running the study: config (the params.yaml schema and its resolution into one file per
+              stage), datasets, calibration (BatchNorm re-estimated), train (conditions over seeds, a
+              checkpoint per rung), evaluate (every probe at each checkpoint)
+    judge/    judging it: registry (analysis/claims.yaml's schema), registration, measure, gates,
+              stats (numbers only), kinds, judge, robustness, dvc_files, and verdicts (the one home of
+              every verdict rule and word)
+    report/   rendering it: notebook, claims_view, page, figures, markdown, deviations, headroom
+    examples/ the source documents' printed examples, recomputed
+
+io (atomic writes, the YAML loader) and schema (the strict base of both schemas) serve all three.
 """

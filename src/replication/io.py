@@ -45,9 +45,14 @@ def _umask():
     return mask
 
 
+def json_text(obj):
+    """The text write_json writes: indented, keys in insertion order, no NaN."""
+    return json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
 def write_json(path, obj):
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n")
+        tmp.write_text(json_text(obj))
 
 
 def read_json(path):

@@ -1,7 +1,7 @@
 """Evaluating the checkpoints of a training run: every probe at every rung, BatchNorm calibrated.
 
 Before its probes, each checkpoint's BatchNorm running statistics are re-estimated on training
-images (replication.calibration: the rule; weights untouched). The evaluation record
+images (replication.run.calibration: the rule; weights untouched). The evaluation record
 (results/evaluate/<study>/<condition>/seed_<k>.json) holds `at` (rung step -> metrics, every
 checkpoint), `control` (step 0: the untrained encoder, calibrated), `eval` (the study's budget,
 `steps`, which most claims read; it alone has the full-label linear probe `linear_full`; None for
@@ -23,7 +23,7 @@ from contrastive.train import Timer, augment_options
 from .calibration import RULE, recalibrate_bn
 from .config import RunConfig
 from .datasets import dataset_for
-from .io import cpu_model, read_json, sha256
+from ..io import cpu_model, read_json, sha256
 
 
 class CheckpointError(Exception):

@@ -6,13 +6,9 @@ in text and in attributes; anchors use `slug`.
 import html
 from collections import Counter
 
-from . import render_claims as rc
-from .render_claims import slug
-
-SHAPE = {"reproduced": "●", "contradicted": "■", "no meaningful effect": "◆", "inconclusive": "▲",
-         "not testable here": "✕", "not tested": "✕", "exact match": "●", "within bound": "●", "mismatch": "■"}
-CLASS = {"reproduced": "ok", "exact match": "ok", "within bound": "ok", "contradicted": "bad", "mismatch": "bad",
-         "no meaningful effect": "null", "inconclusive": "open", "not testable here": "grey", "not tested": "grey"}
+from . import claims_view as rc
+from .claims_view import slug
+from ..judge.verdicts import CLASS, DOCUMENT_VERDICTS, JUDGED, SHAPE, rank
 
 DOCUMENTS = [   # the three source documents, by their titles
     ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
@@ -79,14 +75,6 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once
     ("–", "a value that does not exist for this claim (never measured, or not applicable)"),
 ]
 
-DOCUMENT_VERDICTS = [
-    ("exact match", "a printed number reproduced to half a unit of its last printed digit"),
-    ("within bound", "a printed or analytic bound holds (for example a gradient error below 1e-8)"),
-    ("mismatch", "a printed number not reproduced to its digit (often float summation order, not a contradiction)"),
-    ("not tested", "the study cannot test it; the claim says why"),
-]
-
-
 def esc(text):
     """Any value as HTML text, safe in element content and in quoted attributes."""
     return html.escape("–" if text is None else str(text), quote=True)
@@ -130,7 +118,7 @@ def counts_line(claims):
     for group, title in (("literature", "Literature claims"), ("document", "Documents' own examples")):
         c = rc.counts(claims)[group]
         judged = sum(c["judged"].values())
-        verdicts = ", ".join(f"{n} {badge(v)}" for v, n in sorted(c["judged"].items(), key=lambda i: rc.verdict_rank(i[0])))
+        verdicts = ", ".join(f"{n} {badge(v)}" for v, n in sorted(c["judged"].items(), key=lambda i: rank(i[0])))
         outside = ", ".join(f"{n} {esc(v)}" for v, n in c["not judged"].items())
         calibrated = f"; {c['calibrated']} calibrated" if c["calibrated"] else ""
         parts.append(f"<b>{title}</b> ({c['total']}): {judged} judged: {verdicts or '–'}; not judged: "
@@ -141,7 +129,7 @@ def counts_line(claims):
 def trust_line(claims, scale):
     """How far to trust the findings: the scale, the runs, how many verdicts are robust, post hoc,
     calibrated or amended."""
-    literature = [c for c in claims if rc.origin(c) == "literature" and c["verdict"] in rc.JUDGED]
+    literature = [c for c in claims if rc.origin(c) == "literature" and c["verdict"] in JUDGED]
     labelled = [c for c in literature if rc.robustness(c)]
     robust = (f"{sum(rc.robustness(c) == 'robust' for c in labelled)} of {len(literature)} literature verdicts "
               f"robust to the registered alternatives" if labelled else
@@ -203,7 +191,7 @@ def folded_index(title, claims):
     """index_table folded under a summary that counts the verdicts (the documents' own examples:
     a reader unfolds them when wanted)."""
     counts = Counter(c["verdict"] for c in claims)
-    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda i: rc.verdict_rank(i[0])))
+    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda i: rank(i[0])))
     return (f"<details class='index-fold'><summary><b>{esc(title)} ({len(claims)})</b>: {esc(summary)}</summary>"
             f"{index_table(rc.by_verdict(claims))}</details>")
 
@@ -211,8 +199,8 @@ def folded_index(title, claims):
 def original_vs_current(claims):
     """A cross table: verdicts under the rules registered first (rows) against the current ones."""
     pairs = Counter((rc.original_verdict(c), c["verdict"]) for c in claims)
-    before = sorted({b for b, _ in pairs}, key=rc.verdict_rank)
-    now = sorted({a for _, a in pairs}, key=rc.verdict_rank)
+    before = sorted({b for b, _ in pairs}, key=rank)
+    now = sorted({a for _, a in pairs}, key=rank)
     head = "<tr><th>original rules ↓ / now →</th>" + "".join(f"<th>{badge(v)}</th>" for v in now) + "<th>total</th></tr>"
     body = "".join(f"<tr><th>{badge(b)}</th>" + "".join(
         f"<td class='{'same' if a == b else ''}'>{pairs.get((b, a), '') or ''}</td>" for a in now)
@@ -330,7 +318,7 @@ def claim_list(claims, shared):
     return "".join(claim_details(c, shared) for c in claims)
 
 
-def registration_section(record, judged_under, commit, claims):
+def registration_section(record, judged_under, commit, claims, amendments=()):
     """The registration on the page: its date, the sha256 of every registered file, whether the
     verdicts were judged under it (`judged_under`: the registration date the analysis ran under,
     reports/summary.json's registered_on; the analysis stops when a registered file differs, so a
@@ -355,7 +343,26 @@ def registration_section(record, judged_under, commit, claims):
             f"<code>{esc(sha)}</code>{f' of {esc(day)}' if day else ''}). Judged files match the registration: "
             f"{match}.</p><details><summary>The registered sha256 of {len(record.get('sha256') or {})} files and of "
             f"the rules</summary><table class='registered'><tr><th>file</th><th>sha256 at registration</th></tr>"
-            f"{files}</table></details>{post_registration_table(claims)}")
+            f"{files}</table></details>{code_amendments(amendments)}{post_registration_table(claims)}")
+
+
+def code_amendments(amendments):
+    """Judging code that moved after the registration without moving a verdict: each amendment's
+    date, what and why, the claims.json it reproduced byte for byte, and the files it froze."""
+    if not amendments:
+        return ""
+    items = []
+    for a in amendments:
+        files = "".join(f"<tr><td><code>{esc(path)}</code></td><td><code>{esc(digest)}</code></td></tr>"
+                        for path, digest in sorted(a.get("sha256", {}).items()))
+        items.append(f"<li><b>{esc(a.get('date'))}: code moved, verdicts identical.</b> {esc(a.get('what'))} "
+                     f"({esc(a.get('why'))}). The moved code judged the committed results to the same "
+                     f"reports/claims.json (sha256 <code>{esc(a.get('claims_json_sha256'))}</code>), so the "
+                     "registered run keeps its verdicts; from then on the judged files are checked against these "
+                     f"hashes.<details><summary>The {len(a.get('sha256', {}))} judged files as amended</summary>"
+                     f"<table class='registered'><tr><th>file</th><th>sha256</th></tr>{files}</table></details></li>")
+    return (f"<p>{len(amendments)} code amendment(s) of the registration "
+            f"(analysis/registration_amendments.json):</p><ul>{''.join(items)}</ul>")
 
 
 def post_registration_table(claims):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .io import atomic_path, write_json
+from ..io import atomic_path, write_json
 
 METRICS = "reports/metrics.json"
 PLOTS = "reports/plots"

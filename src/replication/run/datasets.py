@@ -8,7 +8,7 @@ import torch
 
 from contrastive.data import DataError, load_cifar10, load_imagefolder
 
-from .io import read_json, save_torch, sha256, write_json
+from ..io import read_json, save_torch, sha256, write_json
 
 DATA_DIR = Path("data")
 

@@ -10,12 +10,8 @@ import math
 import re
 from collections import Counter
 
-DOCUMENT_SECTIONS = ("ntxent-example", "tiny-simclr", "toy2d", "analytic")
-JUDGED = ("reproduced", "contradicted", "no meaningful effect", "inconclusive")
-NOT_JUDGED = ("not testable here", "not tested")
-KEY_VERDICTS = ("reproduced", "contradicted", "no meaningful effect")
-VERDICT_ORDER = ("reproduced", "contradicted", "no meaningful effect", "inconclusive", "not testable here",
-                 "exact match", "within bound", "mismatch", "not tested")
+from ..judge.verdicts import DECIDED, JUDGED, NOT_JUDGED, interval_reason, rank
+
 KEY_FINDINGS_RULE = (
     "Key findings are chosen by one fixed rule (render_claims.key_findings): claims of the literature (not the "
     "documents' own examples) whose verdict is reproduced, contradicted or no meaningful effect, with a paired "
@@ -28,8 +24,8 @@ CAVEATS = ("post hoc", "not converged")    # shown beside a key finding
 
 def origin(claim):
     """'literature' (a published paper's result) or 'document' (the documents' own printed examples
-    and analytic facts); from claims.json, else from the claim's section."""
-    return claim.get("origin") or ("document" if claim.get("section") in DOCUMENT_SECTIONS else "literature")
+    and analytic facts), as the analysis derived it from the claim's section."""
+    return claim["origin"]
 
 
 def slug(claim_id):
@@ -198,19 +194,17 @@ def reason(claim):
     effect = our_effect(claim)
     v = claim["verdict"]
     if effect and effect["lo"] is not None and effect["margin"] and v in JUDGED:
-        interval = f"95% interval {effect['lo']:+.3g} to {effect['hi']:+.3g}{effect['unit']}"
-        margin = f"±{effect['margin']:.3g}{effect['unit']}"
-        return {"reproduced": f"{interval} lies above +{effect['margin']:.3g}{effect['unit']}",
-                "contradicted": f"{interval} lies below −{effect['margin']:.3g}{effect['unit']}",
-                "no meaningful effect": f"{interval} lies inside {margin}",
-                }.get(v, first_sentence(claim.get("note")) or f"{interval} reaches across {margin}")
+        args = (effect["lo"], effect["hi"], effect["margin"], effect["unit"])
+        if v in DECIDED:
+            return interval_reason(v, *args)
+        return first_sentence(claim.get("note")) or interval_reason(v, *args)
     return first_sentence(claim.get("note")) or "–"
 
 
 def key_findings(claims, most=6):
     """The registered rule (KEY_FINDINGS_RULE): robust literature verdicts with a paired effect,
     largest |effect in margins| first, at most `most`."""
-    eligible = [c for c in claims if origin(c) == "literature" and c["verdict"] in KEY_VERDICTS
+    eligible = [c for c in claims if origin(c) == "literature" and c["verdict"] in DECIDED
                 and is_robust(c) and not DOUBTS & set(labels(c)) and in_margins(c) is not None]
     return sorted(eligible, key=lambda c: -abs(in_margins(c)))[:most]
 
@@ -238,13 +232,9 @@ def counts(claims):
     return out
 
 
-def verdict_rank(verdict):
-    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
-
-
 def by_verdict(claims):
-    """Claims sorted by verdict (in VERDICT_ORDER), then by |effect in margins|, largest first."""
-    return sorted(claims, key=lambda c: (verdict_rank(c["verdict"]), -abs(in_margins(c) or 0)))
+    """Claims sorted by verdict (in verdicts.VERDICTS order), then by |effect in margins|, largest first."""
+    return sorted(claims, key=lambda c: (rank(c["verdict"]), -abs(in_margins(c) or 0)))
 
 
 def sig(x, digits=4):
@@ -322,3 +312,42 @@ def load_claims(path, conditions="resolved/conditions.json"):
         if Path(conditions).exists() else {}
     return [{**c, "read_at": read_at(c, budgets)}
             for c in json.loads(Path(path).read_text())]
+
+
+RECORD = re.compile(r"results/(?:evaluate|pretrain)/[^/]+/([^/*]+)/seed_")
+
+
+def section_conditions(judged, registered):
+    """The conditions a section's claims read, in the order the registry names them."""
+    found = [c for claim in judged for c in RECORD.findall(repr(registered.get(claim["id"], {})))]
+    return list(dict.fromkeys(found))
+
+
+def _figure_and_step(key):
+    """('h.linear', 2400) from 'at.2400.h.linear', ('h.linear', None) from 'eval.h.linear' (the
+    budget); None for a key read at a rung named by index or for no key."""
+    fields = (key or "").split(".")
+    if len(fields) > 2 and fields[0] == "at" and fields[1].isdigit():
+        return ".".join(fields[2:]), int(fields[1])
+    if len(fields) > 1 and fields[0] == "eval":
+        return ".".join(fields[1:]), None
+    return None
+
+
+def section_arms(judged, registered):
+    """One row per seed of every arm a section's claims read from a single condition, as judged (at
+    the verdict's rung): {condition, figure, step, seed, value}; each condition and figure once."""
+    rows, seen = [], set()
+    for claim in judged:
+        specs = (registered.get(claim["id"]) or {}).get("arms") or {}
+        for name, arm in (claim.get("arms") or {}).items():
+            spec, where = specs.get(name) or {}, _figure_and_step(arm.get("key"))
+            named = RECORD.findall(repr(spec))
+            if where is None or not isinstance(spec.get("files"), str) or len(set(named)) != 1:
+                continue
+            if (named[0], *where) in seen or not all(number(v) is not None for v in arm.get("values", [])):
+                continue
+            seen.add((named[0], *where))
+            rows += [{"condition": named[0], "figure": where[0], "step": where[1], "seed": seed, "value": value}
+                     for seed, value in zip(arm.get("seeds") or [], arm["values"])]
+    return rows

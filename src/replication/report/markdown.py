@@ -4,7 +4,8 @@ reason, the robustness label and the count of seeds or realisations; the documen
 examples folded below."""
 import html
 
-from . import render_claims as rc
+from . import claims_view as rc
+from ..judge.verdicts import rank
 
 COLUMNS = "| claim | verdict | published | ours [95% interval] | at | n | reason | robustness |"
 
@@ -49,7 +50,7 @@ def counts_text(claims):
     lines = []
     for group, title in (("literature", "Literature claims"), ("document", "The documents' own examples")):
         c = rc.counts(claims)[group]
-        judged = ", ".join(f"{n} {v}" for v, n in sorted(c["judged"].items(), key=lambda i: rc.verdict_rank(i[0])))
+        judged = ", ".join(f"{n} {v}" for v, n in sorted(c["judged"].items(), key=lambda i: rank(i[0])))
         outside = ", ".join(f"{n} {v}" for v, n in c["not judged"].items())
         lines.append(f"- {title} ({c['total']}): {sum(c['judged'].values())} judged ({cell(judged)}); not judged: "
                      f"{cell(outside)}" + (f"; {c['calibrated']} calibrated" if c["calibrated"] else "") + ".")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .io import read_json
+from ..io import read_json
 
 STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
                     "tiny_simclr": "tiny_simclr", "limits": "limits"}

@@ -4,7 +4,7 @@ A step-0 checkpoint holds BatchNorm's initial running statistics (mean 0, varian
 one holds an exponential average over training batches of augmented views, last updated with the
 weights of earlier steps. Probed in eval mode with those statistics, the features are normalised
 with statistics that do not belong to the encoder being probed, which biases the untrained
-control low. The evaluation (replication.evaluation) therefore re-estimates them at every
+control low. The evaluation (replication.run.evaluate) therefore re-estimates them at every
 checkpoint and keeps the uncalibrated linear probe of the control and the budget beside it.
 
 The rule (recalibrate_bn): reset every BatchNorm's running statistics and switch it to a

@@ -25,13 +25,6 @@ def label(primary_verdict, alternatives):
     return "robust" if not moved else "depends on: " + ", ".join(d for d in DIMENSIONS if d in moved)
 
 
-def multiplicity_verdict(verdict, q, alpha):
-    """The verdict if it had to survive Benjamini-Hochberg at alpha."""
-    if verdict in ("reproduced", "contradicted", "no meaningful effect") and (q is None or q >= alpha):
-        return "inconclusive"
-    return verdict
-
-
 def cost_per_step(config, basis):
     """What one training step of a run (its training record's config) spends on a compute basis:
     one update; `batch` images; or its encoder passes, views x batch (a forward pass counts whether

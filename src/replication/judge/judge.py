@@ -1,13 +1,14 @@
-"""Judging the whole registry: each claim's primary analysis (claims.py), the scale ladder, the
+"""Judging the whole registry: each claim's primary analysis (kinds.py), the scale ladder, the
 convergence check, the robustness panel (robustness.py), the labels, the Benjamini-Hochberg screen
-(decisions.py) and the headline counts. No claim's verdict depends on any other claim.
+(verdicts.py) and the headline counts. No claim's verdict depends on any other claim.
 """
 import glob
 
-from . import decisions, gates, robustness, stats
-from .claims import judge_one
-from .measure import InputError, at_step, conditions_of, key_of, measure_by_seed, parts, read_record, replace_key
-from .registry import validate_claim
+from . import gates, registration, robustness, verdicts
+from .kinds import judge_one
+from .measure import (InputError, at_step, check_inputs, conditions_of, key_of, measure_by_seed, parts, read_record,
+                      replace_key)
+from .registry import load_registry, validate_claim
 
 
 def claim_at(claim, step, arm_steps=None):
@@ -53,17 +54,17 @@ def _probe(claim):
 
 # ---------------------------------------------------------------- one claim
 
-def _judge_claim(claim, root, rules):
+def _judge_claim(claim, root, rules, documents):
     """The primary analysis, with the ladder's lower rungs and the alternatives' verdicts."""
     if not claim.get("ladder"):
-        out = judge_one(claim, root, rules)
+        out = judge_one(claim, root, rules, documents)
         if claim["kind"] == "paired":
             out["primary"] = {"probe": _probe(claim), "rung": _budget(claim, root), "basis": claim["basis"]}
             out["_alternatives"] = _probe_alternatives(claim, None, root, rules, out["verdict"])
             out["convergence"] = {"converged": None, "reason": "one trained rung: convergence not measured"}
         return out
     pairs = matched_rungs(claim, claim["basis"], root)
-    judged = [judge_one(_at_pair(claim, pair), root, rules) for pair in pairs]
+    judged = [judge_one(_at_pair(claim, pair), root, rules, documents) for pair in pairs]
     out, top = judged[-1], pairs[-1]
     out["primary"] = {"probe": _probe(claim), "rung": _pair_label(top), "basis": claim["basis"]}
     out["ladder"] = [_rung_summary(pair, o) for pair, o in zip(pairs, judged)]
@@ -71,7 +72,7 @@ def _judge_claim(claim, root, rules):
                             _rung_alternative(pairs, judged) + _basis_alternatives(claim, root, rules))
     out["convergence"] = _convergence(claim, top, root, rules)
     out["untrained"] = _untrained_levels(claim, root)
-    _trend(claim, out)
+    _trend(claim, out, rules)
     return out
 
 
@@ -217,7 +218,7 @@ def _both_trained(rung, c):
     return True
 
 
-def _trend(claim, out):
+def _trend(claim, out, rules):
     """Per contrast: the trend along the rungs where both arms trained, in the claim's unit and on
     the logit scale for accuracies; a contradicted top rung says whether it may be a scale artefact."""
     ladder = out["ladder"]
@@ -226,12 +227,12 @@ def _trend(claim, out):
         steps = [s for s, _ in per_rung]
         effects = [dict(zip(rc["seeds"], rc.get("diffs") or [])) for _, rc in per_rung]
         first = per_rung[0][1]["verdict"] if per_rung else None
-        c["trend"] = stats.ladder_trend(steps, effects, c["margin"], first, c["verdict"])
+        c["trend"] = verdicts.ladder_trend(steps, effects, c["margin"], first, c["verdict"], rules)
         logits = [dict(zip(rc["seeds"], rc["logit"]["diffs"])) for _, rc in per_rung if rc.get("logit")]
         if c.get("logit") and len(logits) == len(per_rung):
             mean_b = out["arms"][c["b"]]["mean"]
             margin = c["margin"] / max(mean_b * (1 - mean_b), 1e-3)     # the margin near b's level, in logits
-            c["trend_logit"] = stats.ladder_trend(steps, logits, margin, first, c["verdict"])
+            c["trend_logit"] = verdicts.ladder_trend(steps, logits, margin, first, c["verdict"], rules)
         if c["verdict"] == "contradicted":
             c["scale_artefact"] = _scale_artefact(c, out.get("convergence"))
     main = out["contrasts"][0] if out.get("contrasts") else None
@@ -255,23 +256,6 @@ def _scale_artefact(c, convergence):
 
 # ---------------------------------------------------------------- notes and labels
 
-def _why(c):
-    """What the measured interval says, for a verdict other than reproduced."""
-    if c.get("diff_mean") is None or c["verdict"] == "reproduced":
-        return ""
-    lo, hi = c["diff_ci95"]
-    m = c["margin"]
-    if c["verdict"] == "contradicted" and c.get("direction") == "equal":
-        return f"the claim predicts no effect, but the interval [{lo:.3g}, {hi:.3g}] lies beyond the margin +-{m:g}"
-    if c["verdict"] == "contradicted":
-        return f"the effect runs against the claim beyond the margin (interval [{lo:.3g}, {hi:.3g}] below -{m:g})"
-    if c["verdict"] == "no meaningful effect":
-        return f"the whole interval [{lo:.3g}, {hi:.3g}] lies inside the margin +-{m:g}"
-    needed = c.get("seeds_needed")
-    more = f"; about {needed} seeds would settle it" if needed else ""
-    return f"the interval [{lo:.3g}, {hi:.3g}] reaches across the margin +-{m:g}{more}"
-
-
 def _effect_note(claim, c):
     if c.get("diff_mean") is None or c.get("rho") is not None:
         return ""
@@ -281,15 +265,6 @@ def _effect_note(claim, c):
     if claim.get("published_effect") is not None:
         return f"Effect in the claimed direction: published {claim['published_effect']}; {ours}."
     return f"Effect in the claimed direction: {ours}."
-
-
-def _unstable(c, rules):
-    """Whether the contrast's verdict changes when its effect moves by half a standard error."""
-    if c.get("diff_mean") is None or c["verdict"] == "not testable here" or not c.get("diffs"):
-        return False
-    shifted = [decisions.decide(decisions.tests([d + s * c["se"] / 2 for d in c["diffs"]], c["margin"]),
-                                rules["alpha"]) for s in (1, -1)]
-    return any(v != c["verdict"] for v in shifted)
 
 
 def _labels(claim, out, registered_on):
@@ -315,8 +290,8 @@ def _finish(claim, out, rules, registered_on):
     contrasts = out.get("contrasts")
     if contrasts:
         for c in contrasts:
-            c["unstable"] = _unstable(c, rules)
-            why = c.get("reason") or _why(c)
+            c["unstable"] = verdicts.unstable(c, rules)
+            why = c.get("reason") or verdicts.reason(c)
             if why:
                 out["_notes"].append(f"{c['a']} vs {c['b']}: {why}.")
         out["contrast"] = contrasts[0] if len(contrasts) == 1 else min(
@@ -331,8 +306,8 @@ def _finish(claim, out, rules, registered_on):
     if "_alternatives" in out:
         alternatives = out.pop("_alternatives")
         alternatives.append({"dimension": "multiplicity", "choice": "Benjamini-Hochberg",
-                             "verdict": robustness.multiplicity_verdict(out["verdict"], out.get("q_bh"),
-                                                                        rules["alpha"])})
+                             "verdict": verdicts.multiplicity_verdict(out["verdict"], out.get("q_bh"),
+                                                                      rules["alpha"])})
         out["robustness"] = {"label": robustness.label(out["verdict"], alternatives), "alternatives": alternatives}
     if (out.get("contrast") or {}).get("scale_artefact"):
         out["_notes"].append(f"May be a scale artefact: {out['contrast']['scale_artefact']}.")
@@ -344,17 +319,36 @@ def _finish(claim, out, rules, registered_on):
 
 # ---------------------------------------------------------------- the registry
 
-def judge_all(claims, root=".", rules=None, registered_on=None):
+def judge_all(claims, root=".", rules=None, registered_on=None, documents=()):
     """Judge every claim on its own; then the Benjamini-Hochberg screen over the decided claims
     (a q-value beside each verdict; it decides nothing). registered_on: the date of the
-    registration record, if any (amendments after it are post hoc)."""
+    registration record, if any (amendments after it are post hoc); documents: the sections of the
+    documents' own examples."""
     gates.clear_cache()
-    judged = [_judge_claim(claim, root, rules) for claim in claims]
-    screened = [(out, decisions.claim_p(out["verdict"], out.get("contrasts") or [])) for out in judged]
+    judged = [_judge_claim(claim, root, rules, documents) for claim in claims]
+    screened = [(out, verdicts.claim_p(out["verdict"], out.get("contrasts") or [])) for out in judged]
     screened = [(out, p) for out, p in screened if p is not None]
-    for (out, p), q in zip(screened, decisions.bh([p for _, p in screened])):
+    for (out, p), q in zip(screened, verdicts.bh([p for _, p in screened])):
         out["p_decision"], out["q_bh"], out["bh_family"] = p, q, len(screened)
     return [_finish(claim, out, rules, registered_on) for claim, out in zip(claims, judged)]
+
+
+def judge_registry(conditions, registry="analysis/claims.yaml", check_code=True):
+    """Every claim of the registry judged on the results of the resolved `conditions`; under a
+    registration record, each claim amended after it also judged by its frozen rule
+    (`frozen_verdict`). check_code=False skips the judged code's hashes (tools/register.py, to
+    show that moved code judges alike). Returns (judged, record)."""
+    rules, claims, _ = registered = load_registry(registry, conditions["conditions"])
+    record = registration.load()
+    if record and check_code:
+        registration.check_code(record, registration.load_code_amendments())
+    frozen = registration.check_claims(record, rules, claims) if record else {}
+    check_inputs(conditions)
+    judged = judge_all(claims, rules=rules, registered_on=record and record["date"], documents=registered.documents)
+    for out in judged:
+        if out["id"] in frozen:
+            out["frozen_verdict"] = judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]
+    return judged, record
 
 
 def judge(claim, root=".", rules=None):

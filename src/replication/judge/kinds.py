@@ -7,7 +7,7 @@ pipeline wrote. One function per kind:
     interval    the 95% interval of each arm's mean inside [lo, hi]           -> reproduced | contradicted | inconclusive
     single_run  a figure printed from one run, against the 95% prediction interval of our
                 realisations (seeds, or one seed at several thread counts)   -> reproduced | contradicted
-    paired      arm a against each arm in b, seed by seed, decided against the margin (decisions.py),
+    paired      arm a against each arm in b, seed by seed, decided against the margin (verdicts.py),
                 gated on the reference arms (gates.py), re-judged under the robustness panel
     correlation Spearman's rank correlation of two figures over runs, with a Fisher-z interval, decided
                 against the margin like a paired effect
@@ -29,10 +29,9 @@ import math
 import numpy as np
 from scipy import stats as scipy_stats
 
-from . import decisions, gates, stats
+from . import gates, stats, verdicts
 from .measure import (best_of, conditions_of, dig, failed_runs, flatten, key_of, measure, measure_by_seed, parts,
                       patterns, realisations, runs)
-from .registry import DOCUMENT_SECTIONS
 
 ACCURACY_METRICS = ("linear", "knn", "wknn", "rotation", "rotation_mlp", "contrastive_top1")
 
@@ -44,11 +43,11 @@ def _close(measured, published, tolerance):
     return all(a == b if isinstance(b, (bool, str)) else abs(a - b) <= tolerance for a, b in zip(m, p))
 
 
-def _arm(values, per_seed=True):
+def _arm(values, rules, per_seed=True):
     """An arm for claims.json: per-seed numbers get their summary; anything else is kept as is."""
     values = values if isinstance(values, list) else [values]
     numeric = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    return stats.summarize(values) if per_seed and numeric else {"values": values, "n": len(values)}
+    return stats.summarize(values, verdicts.level(rules)) if per_seed and numeric else {"values": values, "n": len(values)}
 
 
 # ---------------------------------------------------------------- printed figures
@@ -56,7 +55,7 @@ def _arm(values, per_seed=True):
 def _judge_exact(claim, out, notes, root, rules):
     """A printed number (or list, or true/false) within `tolerance`."""
     measured = measure(claim["measured"], root)
-    out["arms"]["measured"] = _arm(measured, per_seed=False)
+    out["arms"]["measured"] = _arm(measured, rules, per_seed=False)
     if _close(measured, claim["published"], claim["tolerance"]):
         return "exact match"
     notes.append(f"Measured {flatten(measured)[:6]} against the printed {flatten(claim['published'])[:6]}, "
@@ -67,7 +66,7 @@ def _judge_exact(claim, out, notes, root, rules):
 def _judge_bound(claim, out, notes, root, rules):
     """Every measured number within at_most / at_least."""
     measured = measure(claim["measured"], root)
-    out["arms"]["measured"] = _arm(measured, per_seed=False)
+    out["arms"]["measured"] = _arm(measured, rules, per_seed=False)
     ok = all((claim.get("at_most") is None or v <= claim["at_most"]) and
              (claim.get("at_least") is None or v >= claim["at_least"]) for v in flatten(measured))
     if not ok:
@@ -79,7 +78,7 @@ def _judge_bound(claim, out, notes, root, rules):
 def _judge_range(claim, out, notes, root, rules):
     """Every per-seed value inside the printed range [lo, hi], widened by `tolerance`."""
     measured = measure(claim["measured"], root)
-    out["arms"]["measured"] = _arm(measured)
+    out["arms"]["measured"] = _arm(measured, rules)
     lo, hi = claim["range"]
     tol = claim["tolerance"]
     outside = [v for v in measured if not lo - tol <= v <= hi + tol]
@@ -92,30 +91,30 @@ def _judge_range(claim, out, notes, root, rules):
 def _judge_interval(claim, out, notes, root, rules):
     """Each arm's 95% interval of the mean inside the published range."""
     lo, hi = claim["range"]
-    verdicts = []
+    found = []
     for name, spec in claim["arms"].items():
-        out["arms"][name] = _arm(measure(spec, root))
-        verdicts.append(stats.interval_verdict(out["arms"][name]["ci95"], lo, hi))
-        if verdicts[-1] != "reproduced":
+        out["arms"][name] = _arm(measure(spec, root), rules)
+        found.append(verdicts.interval_verdict(out["arms"][name]["ci95"], lo, hi))
+        if found[-1] != "reproduced":
             a, b = out["arms"][name]["ci95"]
             notes.append(f"{name}: the 95% interval of the mean [{a:.4g}, {b:.4g}] "
-                         f"{'lies outside' if verdicts[-1] == 'contradicted' else 'straddles an edge of'} "
+                         f"{'lies outside' if found[-1] == 'contradicted' else 'straddles an edge of'} "
                          f"the published range [{lo:g}, {hi:g}].")
-    return decisions.combine(verdicts)
+    return verdicts.combine(found)
 
 
 def _judge_single_run(claim, out, notes, root, rules):
     """A figure from one printed run, inside the 95% prediction interval of our realisations."""
     values = realisations(claim["realisations"], root)
-    arm = out["arms"]["realisations"] = _arm(values)
+    arm = out["arms"]["realisations"] = _arm(values, rules)
     if len(values) < 2:
         notes.append("Fewer than two realisations: no spread to judge a single run against.")
         return "inconclusive"
-    arm["prediction95"] = stats.prediction_interval(values)
+    arm["prediction95"] = stats.prediction_interval(values, verdicts.level(rules))
     lo, hi = arm["prediction95"]
     notes.append(f"One more run of ours would fall in [{lo:.4g}, {hi:.4g}] (95% prediction interval over "
                  f"{len(values)} realisations); the printed figure is one run.")
-    return stats.single_run_verdict(claim["published"], values, claim["tolerance"])
+    return verdicts.single_run_verdict(claim["published"], values, rules, claim["tolerance"])
 
 
 # ---------------------------------------------------------------- failure
@@ -165,7 +164,7 @@ def _judge_failure(claim, out, notes, root, rules):
     gate = gates.control_gain(condition, "h", step if top else None, rules, root)
     floor = chance_loss(reached[0]["config"])
     losses = [r["rung_loss"][str(step)] for r in reached]
-    out["arms"]["loss"] = {**_arm(losses), "chance_loss": floor, "step": step}
+    out["arms"]["loss"] = {**_arm(losses, rules), "chance_loss": floor, "step": step}
     out["arms"]["runs"]["control"] = {condition: gate}
     notes.append(f"At step {step}: {len(failures)} of {len(records)} runs had diverged or collapsed; loss "
                  f"{np.mean(losses):.2f}" + (f" (chance {floor:.2f}, lowest run {min(losses):.2f})." if floor else "."))
@@ -176,7 +175,7 @@ def _judge_failure(claim, out, notes, root, rules):
                      f"[{lo:.0f}, {hi:.0f}]" + (" (on h; the verdict reads the embedding, below)."
                                                  if claim.get("collapse") else "."))
     if claim.get("collapse"):
-        return _judge_collapse(claim["collapse"], out, notes, root, near_floor)
+        return _judge_collapse(claim["collapse"], out, notes, root, near_floor, rules)
     if gate is None:
         return "inconclusive"
     if gate["trained"]:
@@ -184,24 +183,24 @@ def _judge_failure(claim, out, notes, root, rules):
     return "reproduced" if near_floor else "inconclusive"
 
 
-def _collapsed_runs(spec, above, out, notes, root):
+def _collapsed_runs(spec, above, out, notes, root, rules):
     """Per seed, whether the embedding stayed collapsed: its spread figure (z uniformity, 0 for a
     single point) above `above`. Adds the arm and a note; returns (collapsed seeds, all seeds)."""
     values = measure_by_seed(spec, root)
     stuck = [s for s, v in values.items() if v > above]
     name = f"{conditions_of(spec)[0]}: {key_of(spec)}"
-    out["arms"][name] = {**_arm(list(values.values())), "seeds": list(values), "key": key_of(spec),
+    out["arms"][name] = {**_arm(list(values.values()), rules), "seeds": list(values), "key": key_of(spec),
                          "collapsed_above": above, "collapsed": len(stuck)}
     notes.append(f"{name}: above {above:g} (a collapsed embedding) in {len(stuck)} of {len(values)} runs "
                  f"({', '.join(f'{v:.3g}' for v in values.values())}).")
     return stuck, list(values)
 
 
-def _judge_collapse(collapse, out, notes, root, loss_at_floor):
+def _judge_collapse(collapse, out, notes, root, loss_at_floor, rules):
     """A collapse claim judged on the embedding the loss acts on (`collapse.runs`): every run's spread
     figure stays above `collapse.above` with the loss at the collapsed level (loss_at_floor); and,
     with `collapse.avoided_by`, every run of the alternative spreads below it."""
-    stuck, seeds = _collapsed_runs(collapse["runs"], collapse["above"], out, notes, root)
+    stuck, seeds = _collapsed_runs(collapse["runs"], collapse["above"], out, notes, root, rules)
     if len(seeds) < 2:
         return "inconclusive"
     if not stuck:
@@ -210,7 +209,7 @@ def _judge_collapse(collapse, out, notes, root, loss_at_floor):
         return "inconclusive"
     if "avoided_by" not in collapse:
         return "reproduced"
-    also, others = _collapsed_runs(collapse["avoided_by"], collapse["above"], out, notes, root)
+    also, others = _collapsed_runs(collapse["avoided_by"], collapse["above"], out, notes, root, rules)
     if len(others) < 2:                   # the alternative's runs did not finish: nothing avoided
         return "inconclusive"
     if not also:
@@ -239,7 +238,7 @@ def _paired_arms(claim, out, notes, root, rules):
     for name in [a] + bs:
         spec = claim["arms"][name]
         by_seed[name] = measure_by_seed(spec, root)
-        arm = out["arms"][name] = {**_arm(list(by_seed[name].values())), "seeds": list(by_seed[name]),
+        arm = out["arms"][name] = {**_arm(list(by_seed[name].values()), rules), "seeds": list(by_seed[name]),
                                    "key": key_of(spec)}
         if "best_of" in spec:
             arm["chosen"] = patterns(spec["best_of"][best_of(spec, root)[0]])[0]
@@ -268,29 +267,16 @@ def _contrast(claim, a, b, by_seed, untrained, rules):
     if len(seeds) < 2:
         return {**c, "diff_mean": None, "diff_ci95": None, "verdict": "inconclusive",
                 "reason": "fewer than two seeds with both runs finished"}
-    c.update(stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction))
-    c.update(decisions.tests(c["diffs"], margin))
+    c.update(stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction,
+                                    verdicts.level(rules)))
+    c.update(verdicts.tests(c["diffs"], margin))
     if direction == "equal":
-        c.update(decisions.as_equivalence_claim(c))
+        c.update(verdicts.as_equivalence_claim(c))
     effect = claim.get("published_effect_value")
     if isinstance(effect, list):
         effect = effect[claim["b"].index(b)]
     c["published_effect_value"] = effect
-    reasons = [untrained[n] for n in (a, b) if n in untrained]
-    if reasons:
-        return {**c, "verdict": "not testable here", "reason": "; ".join(reasons)}
-    if effect is not None and abs(effect) <= margin:
-        return {**c, "verdict": "not testable here",
-                "reason": f"the published effect ({effect:+.3g}) is no larger than the margin ({margin:g})"}
-    c["verdict"] = decisions.decide(c, rules["alpha"])
-    if c["verdict"] == "inconclusive":
-        c["seeds_needed"] = stats.seeds_needed(c["diffs"], margin)
-        if c["seeds_needed"] is None or c["seeds_needed"] > rules["max_seeds"]:
-            c["verdict"] = "not testable here"
-            c["reason"] = (f"the interval would clear the margin only with more than {rules['max_seeds']} seeds"
-                           if c["seeds_needed"] is None else
-                           f"settling it would need about {c['seeds_needed']} seeds (bound {rules['max_seeds']})")
-    return c
+    return verdicts.decide_contrast(c, [untrained[n] for n in (a, b) if n in untrained], rules)
 
 
 def _logit(p):
@@ -299,7 +285,7 @@ def _logit(p):
     return math.log(p / (1 - p))
 
 
-def _logit_effect(claim, a, b, by_seed):
+def _logit_effect(claim, a, b, by_seed, rules):
     """The effect on the logit (error) scale, for accuracies: logit(acc_a) - logit(acc_b) per seed."""
     if (key_of(claim["arms"][a]) or "").rsplit(".", 1)[-1] not in ACCURACY_METRICS:
         return None
@@ -308,7 +294,7 @@ def _logit_effect(claim, a, b, by_seed):
         return None
     sign = -1 if claim["direction"] == "less" else 1
     diffs = [sign * (_logit(by_seed[a][s]) - _logit(by_seed[b][s])) for s in seeds]
-    return {"diffs": diffs, "mean": float(np.mean(diffs)), "ci95": stats.t_interval(diffs)}
+    return {"diffs": diffs, "mean": float(np.mean(diffs)), "ci95": stats.t_interval(diffs, verdicts.level(rules))}
 
 
 def _judge_paired(claim, out, notes, root, rules):
@@ -316,8 +302,8 @@ def _judge_paired(claim, out, notes, root, rules):
     a, bs, by_seed, untrained = _paired_arms(claim, out, notes, root, rules)
     out["contrasts"] = [_contrast(claim, a, b, by_seed, untrained, rules) for b in bs]
     for c in out["contrasts"]:
-        c["logit"] = _logit_effect(claim, a, c["b"], by_seed)
-    return decisions.combine([c["verdict"] for c in out["contrasts"]])
+        c["logit"] = _logit_effect(claim, a, c["b"], by_seed, rules)
+    return verdicts.combine([c["verdict"] for c in out["contrasts"]])
 
 
 def _judge_correlation(claim, out, notes, root, rules):
@@ -333,21 +319,22 @@ def _judge_correlation(claim, out, notes, root, rules):
     for i, key in enumerate(xs):
         given = xs[1 - i] if len(xs) == 2 else None
         rho = stats.rank_correlation(columns[key], columns[claim["y"]], columns.get(given))
-        c = _correlation_contrast(claim, key, rho, len(records), given)
+        c = _correlation_contrast(claim, key, rho, len(records), rules, given)
         out["contrasts"].append(c)
         partial = f" given {given}" if given else ""
         notes.append(f"Spearman rho of {key}{partial} {rho:+.3f} over {len(records)} runs; in the claimed "
                      f"direction {c['diff_mean']:+.3f} [{c['diff_ci95'][0]:+.3f}, {c['diff_ci95'][1]:+.3f}].")
-    return decisions.combine([c["verdict"] for c in out["contrasts"]])
+    return verdicts.combine([c["verdict"] for c in out["contrasts"]])
 
 
-def _correlation_contrast(claim, key, rho, n, given=None):
+def _correlation_contrast(claim, key, rho, n, rules, given=None):
     """A rank correlation decided against the margin on its Fisher-z 95% interval (Fieller et al.'s
     standard error, with one degree of freedom less for a partial correlation)."""
     se = math.sqrt(1.06 / (n - 3 - (given is not None)))
     sign = -1 if claim["direction"] == "less" else 1
     z = math.atanh(min(max(sign * rho, -1 + 1e-12), 1 - 1e-12))   # a perfect rank order has an infinite z
-    lo, hi = math.tanh(z - 1.96 * se), math.tanh(z + 1.96 * se)
+    z_q = verdicts.normal_quantile(rules)
+    lo, hi = math.tanh(z - z_q * se), math.tanh(z + z_q * se)
     zm = math.atanh(min(claim["margin"], 1 - 1e-12))
     norm = scipy_stats.norm
     c = {"a": claim["y"], "b": key, "given": given, "direction": claim["direction"], "margin": claim["margin"],
@@ -355,7 +342,7 @@ def _correlation_contrast(claim, key, rho, n, given=None):
          "diff_ci95": [lo, hi], "se": se, "p": float(2 * norm.sf(abs(math.atanh(min(abs(rho), 1 - 1e-12))) / se)),
          "p_reproduced": float(norm.sf((z - zm) / se)), "p_contradicted": float(norm.cdf((z + zm) / se)),
          "p_equivalent": float(max(norm.sf((z + zm) / se), norm.cdf((z - zm) / se)))}
-    c["verdict"] = decisions.decide_interval(lo, hi, claim["margin"])
+    c["verdict"] = verdicts.decide_interval(lo, hi, claim["margin"])
     return c
 
 
@@ -366,10 +353,11 @@ CARRIED = ("id", "source", "statement", "published", "metric", "section", "kind"
            "published_effect_value", "effect_scale", "effect_unit", "amended", "calibrated", "realisation")
 
 
-def judge_one(claim, root, rules):
-    """A claims.json entry (contrasts kept in `contrasts`; notes still open in `_notes`)."""
+def judge_one(claim, root, rules, documents=()):
+    """A claims.json entry (contrasts kept in `contrasts`; notes still open in `_notes`); `documents`:
+    the sections that hold the documents' own examples (registry.Registry.documents)."""
     out = {k: claim[k] for k in CARRIED if claim.get(k) not in (None, [])}
-    out.update(origin="document" if claim["section"] in DOCUMENT_SECTIONS else "literature", arms={}, contrast=None)
+    out.update(origin="document" if claim["section"] in documents else "literature", arms={}, contrast=None)
     if claim["kind"] == "not_tested":
         return {**out, "verdict": "not tested", "note": claim["reason"]}
     out["_notes"] = [claim["scale_note"]] if claim.get("scale_note") else []

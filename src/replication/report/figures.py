@@ -17,10 +17,9 @@ import numpy as np
 
 from contrastive.train import augment_options as train_augment_options
 
-from .render_claims import contrasts, in_margins, number, published_effect, scale_unit, verdict_rank
+from ..judge.verdicts import STYLE, rank as verdict_rank
+from .claims_view import contrasts, in_margins, number, published_effect, scale_unit
 
-STYLE = {"reproduced": ("#009E73", "o"), "contradicted": ("#D55E00", "s"), "no meaningful effect": ("#0072B2", "D"),
-         "inconclusive": ("#E69F00", "^"), "not testable here": ("#999999", "x"), "not tested": ("#999999", "x")}
 CLIP = 10          # the forest plot's x axis ends at +-CLIP margins; rows beyond end in an arrow
 
 
@@ -304,16 +303,39 @@ def seeded_global_numpy(seed):
         np.random.set_state(state)
 
 
-def seed_plot(ax, df, x, y, hue=None, order=None):
-    """Every seed a dot; the mean and its 95% t-interval (the tables' interval) as a black bar."""
+def seed_plot(ax, df, x, y, level, hue=None, order=None):
+    """Every seed a dot; the mean and its t-interval at `level` (the tables' interval) as a black bar."""
     import seaborn as sns
 
-    from .stats import t_interval
+    from ..judge.stats import t_interval
     levels = df[hue].nunique() if hue else 1
     dodge = levels > 1              # seaborn divides by (levels - 1) when it dodges
     with seeded_global_numpy(0):    # seaborn draws the jitter from NumPy's global generator
         sns.stripplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=dodge, alpha=0.6, size=5, jitter=0.15)
     sns.pointplot(data=df, x=x, y=y, hue=hue, order=order, ax=ax, dodge=0.4 if dodge else False,
-                  errorbar=lambda values: tuple(t_interval(values)), linestyle="none", markers="_", markersize=18,
+                  errorbar=lambda values: tuple(t_interval(values, level)), linestyle="none", markers="_", markersize=18,
                   palette=["black"] * levels if hue else None, color=None if hue else "black", legend=False)
     return ax
+
+
+def arm_panels(rows, panels, label, level, columns=3):
+    """rows (claims_view.section_arms) as one seed plot per (figure, step) panel, a column per
+    condition (labelled by `label`), the panels in the order given."""
+    import pandas as pd
+    data = pd.DataFrame(rows)
+    n_rows = -(-len(panels) // columns)
+    width = min(columns, len(panels))
+    fig, axes = plt.subplots(n_rows, width, figsize=(4.6 * width, 3.3 * n_rows), squeeze=False)
+    for ax, (figure, step) in zip(axes.flat, panels):
+        part = data[(data.figure == figure) & (data.step.isna() if step is None else data.step == step)].copy()
+        part["arm"] = part.condition.map(label)
+        order = list(dict.fromkeys(part.arm))
+        seed_plot(ax, part, x="arm", y="value", level=level, order=order)
+        ax.set_xlabel(""), ax.set_ylabel(figure, fontsize=9)
+        ax.set_title(f"{figure} at {'the budget' if step is None else f'{step:,} steps'}", fontsize=9)
+        ax.tick_params(axis="x", labelrotation=30 if len(order) > 3 else 0, labelsize=8)
+        plt.setp(ax.get_xticklabels(), ha="right" if len(order) > 3 else "center", rotation_mode="anchor")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.tight_layout()
+    return fig

@@ -10,7 +10,7 @@ the key and what is allowed; nothing is written. Checking is strict, so that no 
 by coercion: no text for a number or a flag, finite numbers only, unique seeds, no key given twice,
 and names of studies, conditions and profiles that are safe as paths and DVC stage names.
 
-    python -m replication.config [params.yaml]     # validate only
+    python -m replication.run.config [params.yaml]     # validate only
 """
 import copy
 import hashlib
@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator, model_validator
 
-from .io import DuplicateKeyError, load_yaml
+from ..io import DuplicateKeyError, load_yaml
+from ..schema import Strict, one_line
 
 
 def _unique(values):
@@ -40,11 +41,6 @@ Threads = Annotated[int, Field(ge=1, le=64)]
 Count = Annotated[int, Field(ge=1)]
 RESOLVED = Path("resolved")
 NAME = re.compile(r"[a-z0-9_]+")     # study, condition and profile names: used in paths and stage names
-
-
-class Strict(BaseModel):
-    """No coercion ('0.2' is not a number, 'yes' not a flag), no infinity or NaN, no unknown key."""
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
 
 # ---------------------------------------------------------------- data
@@ -94,7 +90,7 @@ class FolderData(Strict):
 
 class SameClassShare(Strict):
     """The manifests' share of in-batch negatives that share the anchor's class
-    (replication.datasets.same_class_negatives)."""
+    (replication.run.datasets.same_class_negatives)."""
     batch: Annotated[int, Field(ge=2)]
     batches: Annotated[int, Field(ge=2)]              # two at least: the measured share's standard error
     seed: int
@@ -371,7 +367,7 @@ class DeterminismParams(Strict):
 
 class ControlParams(Strict):
     """BatchNorm statistics re-estimated before every probe on this many consecutive batches of
-    training images (src/replication/calibration.py); the step-0 one is the calibrated control."""
+    training images (src/replication/run/calibration.py); the step-0 one is the calibrated control."""
     bn_batches: Count
     bn_batch_size: Annotated[int, Field(ge=2)]
 
@@ -510,19 +506,12 @@ def _model_at(model, loc):
 
 def _one_line(error, model, where=""):
     """'key.path: what is wrong' for the first error of a ValidationError of `model`; `where` is
-    the path of the validated mapping inside params.yaml."""
-    err = error.errors()[0]
-    loc = [str(p) for p in err["loc"] if p != "__root__"]
-    key = ".".join(([where] if where else []) + loc) or "(top level)"
-    if err["type"] == "extra_forbidden":
-        holder = _model_at(model, loc[:-1])
-        allowed = sorted(holder.model_fields) if holder else []
-        if holder is RunConfig and where:
-            allowed = sorted(allowed + ["label"])
-        return f"{key}: unknown key" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
-    msg = err["msg"].removeprefix("Value error, ")
-    shown = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
-    return f"{key}: {msg}{shown}"
+    the path of the validated mapping inside params.yaml; an unknown key lists the allowed ones."""
+    def allowed(loc):
+        holder = _model_at(model, loc)
+        names = sorted(holder.model_fields) if holder else []
+        return sorted(names + ["label"]) if holder is RunConfig and where else names
+    return one_line(error, where, sep=".", allowed=allowed)
 
 
 def check_name(name, where):

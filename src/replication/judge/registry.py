@@ -10,21 +10,19 @@ allowed (RegistryError); nothing is judged or written.
 """
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from .io import load_yaml
+from ..io import load_yaml
+from ..schema import Strict, one_line
+from .verdicts import VERDICTS
 
-Verdict = Literal["reproduced", "contradicted", "no meaningful effect", "inconclusive", "not testable here",
-                  "exact match", "within bound", "mismatch", "not tested"]
+Verdict = Literal[VERDICTS]
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-ClaimId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
-
-# The sections that hold the three documents' own printed examples and analytic facts; every other
-# section holds results of the literature that the documents quote.
-DOCUMENT_SECTIONS = {"ntxent-example", "tiny-simclr", "toy2d", "analytic"}
+ClaimId = Slug
 
 _METRIC = (r"(h|z)\.(alignment|uniformity|linear|linear_full|knn|knn_centred|wknn|tolerance|tolerance_centred|"
            r"rotation|rotation_mlp|colour)")
@@ -34,10 +32,6 @@ TRAINING_KEY = re.compile(r"^(status|loss|steps_done|rung_loss\.(\{step\}|\d+)|l
 
 class RegistryError(Exception):
     """A registry that cannot be judged as written; str(e) is the one line to print."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class Spec(Strict):
@@ -67,17 +61,44 @@ class Spec(Strict):
         return self
 
 
+Date = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+
+
+class Section(Strict):
+    """A section of the report: its claims, in the order of `sections:`. `document` sections hold
+    the three documents' own printed examples and analytic facts; `literature` sections the
+    published results they quote."""
+    id: Slug
+    title: Annotated[str, Field(min_length=1)]
+    short: Annotated[str, Field(min_length=1)]          # its name in the report's contents
+    origin: Literal["document", "literature"]
+
+
+class AmendmentText(Strict):
+    """What changed and why, written once under `amendments:` and named by its id from each claim."""
+    date: Date
+    what: str
+    why: str
+    post_registration: bool = False
+
+
 class Amendment(Strict):
-    date: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+    date: Date
     what: str
     why: str
     previous_verdict: Verdict | Literal["none (new claim)"]
     post_registration: bool = False
 
 
+class AmendmentRef(Strict):
+    """A claim's use of a shared amendment: its id and the verdict the claim had before it."""
+    ref: Slug
+    previous_verdict: Verdict | Literal["none (new claim)"]
+
+
 class Claim(Strict):
     id: ClaimId
-    section: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
+    section: Slug
     source: str
     statement: str
     published: Any
@@ -239,33 +260,41 @@ class Rules(Strict):
     robustness: Robustness
 
 
-def _one_line(error, where):
-    """The first error as one line; an unknown key first (a misspelt key is also a missing one)."""
-    errors = error.errors()
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif err["type"] == "literal_error":
-        msg = msg.replace("Input should be", "must be")
-    shown = repr(err.get("input"))
-    got = "" if err["type"] in ("missing", "extra_forbidden") else \
-        f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
-    return f"{where}{': ' + loc if loc else ''}: {msg}{got}"
-
-
-def _claim(raw, path):
+def _claim(raw, path, shared=None):
     where = f"{path}: claim {raw.get('id', '?') if isinstance(raw, dict) else '?'}"
     if not isinstance(raw, dict):
         raise RegistryError(f"{where}: must be a mapping")
+    raw = _expand_amendments(raw, shared or {}, where)
     model = KINDS.get(raw.get("kind"))
     if model is None:
         raise RegistryError(f"{where}: kind: must be one of {', '.join(sorted(KINDS))} (got {raw.get('kind')!r})")
     try:
         return model(**raw)
     except ValidationError as e:
-        raise RegistryError(_one_line(e, where)) from None
+        raise RegistryError(one_line(e, where)) from None
+
+
+def _expand_amendments(raw, shared, where):
+    """A claim whose `amended:` entries name shared amendments ({ref, previous_verdict}) with each
+    one written out in full, as the claim carries it."""
+    entries = raw.get("amended")
+    if not isinstance(entries, list) or not any(isinstance(e, dict) and "ref" in e for e in entries):
+        return raw
+    expanded = []
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, dict) and "ref" in entry):
+            expanded.append(entry)
+            continue
+        try:
+            ref = AmendmentRef(**entry)
+        except ValidationError as e:
+            raise RegistryError(one_line(e, f"{where}: amended.{i}")) from None
+        if ref.ref not in shared:
+            raise RegistryError(f"{where}: amended.{i}.ref: {ref.ref!r} is not an id under `amendments:`")
+        text = shared[ref.ref]
+        expanded.append({"date": text.date, "what": text.what, "why": text.why,
+                         "previous_verdict": ref.previous_verdict, "post_registration": text.post_registration})
+    return {**raw, "amended": expanded}
 
 
 def specs(claim):
@@ -308,10 +337,24 @@ def _check_reads(claim, conditions, path):
                                             f"a {parts[1]} record (pattern {schema.pattern})")
 
 
+class Registry(NamedTuple):
+    rules: dict            # Rules, as a plain dict
+    claims: list           # validated claims as plain dicts (defaults filled in, amendments written out)
+    sections: list         # Section dicts, in report order
+
+    @property
+    def documents(self):
+        """The ids of the sections that hold the documents' own examples."""
+        return {s["id"] for s in self.sections if s["origin"] == "document"}
+
+
+KEYS = ("rules", "sections", "amendments", "claims")
+
+
 def load_registry(path="analysis/claims.yaml", conditions=None):
-    """(rules, claims) of the registry: a Rules object and a list of validated claims as plain dicts
-    (defaults filled in). With `conditions` (names params.yaml defines), every condition a claim
-    names is checked too. Raises RegistryError with one line."""
+    """The registry: its rules, its claims and its sections (a Registry). With `conditions` (names
+    params.yaml defines), every condition a claim names is checked too. Raises RegistryError with
+    one line."""
     try:
         registry = load_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -320,23 +363,72 @@ def load_registry(path="analysis/claims.yaml", conditions=None):
         raise RegistryError(f"{path}: not UTF-8 text") from None
     except Exception as e:                     # yaml.YAMLError, DuplicateKeyError
         raise RegistryError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(registry, dict) or set(registry) != {"rules", "claims"} or \
-            not isinstance(registry["claims"], list) or not isinstance(registry["rules"], dict):
-        raise RegistryError(f"{path}: expected exactly two keys, `rules` (a mapping) and `claims` (a list)")
+    if not isinstance(registry, dict) or not {"rules", "sections", "claims"} <= set(registry) <= set(KEYS) or \
+            not isinstance(registry["claims"], list) or not isinstance(registry["rules"], dict) or \
+            not isinstance(registry["sections"], list) or not isinstance(registry.get("amendments") or {}, dict):
+        raise RegistryError(f"{path}: expected the keys `rules` (a mapping), `sections` (a list), `claims` (a list) "
+                            "and optionally `amendments` (a mapping of id to amendment)")
     try:
         rules = Rules(**registry["rules"])
     except ValidationError as e:
-        raise RegistryError(_one_line(e, f"{path}: rules")) from None
-    claims = [_claim(raw, path) for raw in registry["claims"]]
+        raise RegistryError(one_line(e, f"{path}: rules")) from None
+    sections = _sections(registry["sections"], path)
+    shared = _shared_amendments(registry.get("amendments") or {}, path)
+    claims = [_claim(raw, path, shared) for raw in registry["claims"]]
+    _each_section_used(sections, claims, path)
     seen = set()
     for claim in claims:
         if claim.id in seen:
             raise RegistryError(f"{path}: claim {claim.id}: id: used twice; ids must be unique")
         seen.add(claim.id)
         _check_reads(claim, conditions, path)
-    return rules.model_dump(), [c.model_dump(exclude_none=True) for c in claims]
+    return Registry(rules.model_dump(), [c.model_dump(exclude_none=True) for c in claims],
+                    [s.model_dump() for s in sections])
+
+
+def _sections(raw, path):
+    sections = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise RegistryError(f"{path}: sections.{i}: must be a mapping with id, title and origin")
+        try:
+            sections.append(Section(**entry))
+        except ValidationError as e:
+            raise RegistryError(one_line(e, f"{path}: sections.{i}")) from None
+    ids = [s.id for s in sections]
+    for s in sections:
+        if ids.count(s.id) > 1:
+            raise RegistryError(f"{path}: sections: {s.id!r} defined twice; ids must be unique")
+    return sections
+
+
+def _shared_amendments(raw, path):
+    shared = {}
+    for key, entry in raw.items():
+        if not isinstance(key, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", key):
+            raise RegistryError(f"{path}: amendments: id {str(key)[:40]!r} must use only a-z, 0-9 and '-'")
+        try:
+            shared[key] = AmendmentText(**(entry if isinstance(entry, dict) else {}))
+        except ValidationError as e:
+            raise RegistryError(one_line(e, f"{path}: amendments.{key}")) from None
+    return shared
+
+
+def _each_section_used(sections, claims, path):
+    """Every claim names a section that `sections:` defines, and every section has a claim."""
+    ids = {s.id for s in sections}
+    for claim in claims:
+        if claim.section not in ids:
+            raise RegistryError(f"{path}: claim {claim.id}: section: {claim.section!r} is not defined under "
+                                "`sections:`; add it there (id, title, origin) or use one of "
+                                + ", ".join(sorted(ids)))
+    used = {c.section for c in claims}
+    for s in sections:
+        if s.id not in used:
+            raise RegistryError(f"{path}: sections: {s.id!r} has no claim; remove it or give it a claim")
 
 
 def validate_claim(raw):
-    """One claim as a dict with defaults filled in (tests and judge() on a single claim)."""
+    """One claim as a dict with defaults filled in (tests and judge() on a single claim; a shared
+    amendment cannot be named here)."""
     return _claim(raw, "claim").model_dump(exclude_none=True)

@@ -14,7 +14,7 @@ than c x the claim's margin. An arm with no such rung has unknown convergence.
 """
 import glob
 
-from . import stats
+from . import stats, verdicts
 from .measure import RUNG, measure_by_seed, read_record, rung_of, seed_order
 
 _CACHE = {}
@@ -82,9 +82,9 @@ def _control_gain(condition, embedding, step, rules, root):
         uncalibrated.append(uncal)
     if len(shares) < 2:
         return None
-    summary = stats.summarize(list(shares.values()))
+    summary = stats.summarize(list(shares.values()), verdicts.level(rules))
     return {"metric": f"linear probe on {embedding}", "step": step, "seeds": list(shares),
-            "error_removed": summary, "gain": stats.summarize(list(gains.values())),
+            "error_removed": summary, "gain": stats.summarize(list(gains.values()), verdicts.level(rules)),
             "control_calibrated": None if None in calibrated else sum(calibrated) / len(calibrated),
             "control_uncalibrated": None if None in uncalibrated else sum(uncalibrated) / len(uncalibrated),
             "calibrated": None not in calibrated,

@@ -1,7 +1,7 @@
 """Training a condition over seeds, with a checkpoint at every rung: step 0 (the untrained
 control: the same initialisation, never trained), the study's budget (`steps`) and, for a ladder
 arm, every later rung (`ladder`), one run going on to the last at a constant learning rate.
-src/replication/evaluation.py evaluates the checkpoints.
+src/replication/run/evaluate.py evaluates the checkpoints.
 
 Training and evaluation are separate pipeline stages (pretrain@<study>, evaluate@<study>): the
 training record (results/pretrain/...) holds what training did; the evaluation record
@@ -22,7 +22,7 @@ from contrastive.methods import build_method
 from contrastive.train import Timer, peak_rss_mb, train
 
 from .datasets import dataset_for
-from .io import cpu_model, save_torch, sha256, write_json
+from ..io import cpu_model, save_torch, sha256, write_json
 
 
 def map_runs(fn, tasks, workers):

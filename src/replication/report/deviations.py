@@ -20,10 +20,10 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .io import load_yaml
-from .render_claims import slug
-from .render_html import esc
-from .render_markdown import cell
+from ..io import load_yaml
+from .claims_view import slug
+from .page import esc
+from .markdown import cell
 
 DEVIATIONS = Path("analysis/deviations.yaml")
 PLACEHOLDER = re.compile(r"\{([^{}:]+):([^{}]+)\}")
@@ -131,7 +131,7 @@ def fill(template, resolved_root, derived):
         file, dotted = match.groups()
         if file == "derived":
             found = derived.get(dotted, MISSING)
-            where = "the derived facts (render_deviations.derived_facts)"
+            where = "the derived facts (deviations.derived_facts)"
         else:
             path = Path(resolved_root, f"{file}.json")
             found = lookup(json.loads(path.read_text()), dotted) if path.is_file() else MISSING

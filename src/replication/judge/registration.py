@@ -1,0 +1,172 @@
+"""The registration record (analysis/registration.json): the rules frozen before the full run
+that they judge.
+
+Rule: the record holds the registration date, the sha256 of params.yaml and of every module the
+judging runs (judged_code: params.yaml, the analyze entry point, src/replication/judge/ and the
+shared io.py and schema.py it imports), and
+each claim as registered (its canonical form, amendments left out). Before judging, the analysis
+checks the files against it: params or judging code that differ, or a judging module added or
+removed, stop it with one line (restore them, or register again before the run).
+A code amendment (analysis/registration_amendments.json, written by `python -m tools.register
+--code-moved`) records judging code that moved without changing a verdict: it is written only when
+the moved code judges the committed results to a byte-identical reports/claims.json, and from then
+on the files are checked against its hashes instead of the record's. A claim that
+differs from its registered form, or is new, must carry an amendment marked post_registration and
+dated after the registration; it is then judged twice, by the current rule and by the frozen one,
+and both verdicts are shown. A claim changed without such an amendment stops the analysis.
+"""
+import datetime
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from ..io import sha256, write_json
+
+RECORD = Path("analysis/registration.json")
+REGISTRY = Path("analysis/claims.yaml")
+CODE_AMENDMENTS = Path("analysis/registration_amendments.json")
+JUDGE = Path("src/replication/judge")
+
+
+SHARED = ("src/replication/io.py", "src/replication/schema.py")     # the modules outside judge/ it imports
+
+
+def judged_code(root="."):
+    """The files whose sha256 a registration freezes: params.yaml, the analyze stage's entry point,
+    every module of the judging package and the shared modules it imports."""
+    modules = sorted(str(p.relative_to(root)) for p in Path(root, JUDGE).glob("*.py"))
+    return ("params.yaml", "experiments/analyze.py", *modules, *SHARED)
+
+
+class RegistrationError(Exception):
+    """Files that differ from the registration without a logged amendment; str(e) is one line."""
+
+
+def _frozen(claim):
+    """A claim as registered: its canonical form without its amendments."""
+    return {k: v for k, v in claim.items() if k != "amended"}
+
+
+def _digest(obj):
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def make_record(rules, claims, root=".", date=None):
+    """The registration record of the registry and files as they are now."""
+    return {"date": date or datetime.date.today().isoformat(),
+            "sha256": {path: sha256(Path(root, path)) for path in (str(REGISTRY), *judged_code(root))},
+            "rules": rules, "rules_sha256": _digest(rules),
+            "claims": {c["id"]: _frozen(c) for c in claims}}
+
+
+def register(rules, claims, root="."):
+    record = make_record(rules, claims, root)
+    write_json(Path(root, RECORD), record)
+    return record
+
+
+def load(root="."):
+    """The registration record, or None while the rules are not registered (no record yet)."""
+    path = Path(root, RECORD)
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise RegistrationError(f"{RECORD}: unreadable; restore it with `git checkout {RECORD}`") from None
+
+
+def add_to_analysis_deps(dvc_yaml="dvc.yaml"):
+    """Make the analyze and report stages depend on the record (from registration on, a changed or
+    deleted record reruns or stops them). Returns whether dvc.yaml changed."""
+    path = Path(dvc_yaml)
+    text = path.read_text()
+    changed = False
+    for stage in ("analyze", "report"):
+        start = text.index(f"\n  {stage}:\n")
+        following = re.search(r"\n  [\w@-]+:\n", text[start + 1:])
+        end = start + 1 + following.start() if following else len(text)
+        deps = text.index("    deps:\n", start)
+        if deps > end or f"      - {RECORD}\n" in text[start:end]:
+            continue
+        anchor = deps + len("    deps:\n")
+        text = text[:anchor] + f"      - {RECORD}\n" + text[anchor:]
+        changed = True
+    if changed:
+        path.write_text(text)
+    return changed
+
+
+def load_code_amendments(root="."):
+    """The code amendments of the registration (a list, oldest first; empty when there are none)."""
+    path = Path(root, CODE_AMENDMENTS)
+    if not path.exists():
+        return []
+    try:
+        amendments = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise RegistrationError(f"{CODE_AMENDMENTS}: unreadable; restore it with `git checkout {CODE_AMENDMENTS}`") \
+            from None
+    if not isinstance(amendments, list) or not all(isinstance(a, dict) and isinstance(a.get("sha256"), dict)
+                                                   for a in amendments):
+        raise RegistrationError(f"{CODE_AMENDMENTS}: expected a list of amendments, each with a `sha256` mapping")
+    return amendments
+
+
+def frozen_files(record, amendments):
+    """{path: sha256} the judged code must match: the latest code amendment's, else the record's
+    (the registry itself is checked claim by claim, not by its hash)."""
+    files = amendments[-1]["sha256"] if amendments else record["sha256"]
+    return {path: digest for path, digest in files.items() if path != str(REGISTRY)}
+
+
+def amend_code(record, what, why, claims_sha256, root=".", date=None):
+    """A code amendment: the judged code as it is now, which judged the committed results to the
+    same reports/claims.json (claims_sha256) as the code it replaces."""
+    return {"date": date or datetime.date.today().isoformat(), "registration": record["date"], "what": what,
+            "why": why, "verdicts_identical": True, "claims_json_sha256": claims_sha256,
+            "sha256": {path: sha256(Path(root, path)) for path in judged_code(root)}}
+
+
+def check(record, rules, claims, root=".", amendments=()):
+    """{claim id: frozen claim} for every claim amended after registration (to be judged by its
+    frozen rule as well); RegistrationError when a file or claim differs without a logged amendment."""
+    check_code(record, amendments, root)
+    return check_claims(record, rules, claims)
+
+
+def check_code(record, amendments=(), root="."):
+    """RegistrationError when a judged file differs from the registration (or its latest code
+    amendment), or a judging module was added or removed since."""
+    frozen_code = frozen_files(record, amendments)
+    since = f"the registration of {record['date']}" + (f" (code amended {amendments[-1]['date']})" if amendments else "")
+    for path in sorted(set(judged_code(root)) | set(frozen_code)):
+        if path not in frozen_code:
+            raise RegistrationError(f"{path}: judging code added after {since}; remove it, or register again "
+                                    "before the run")
+        if not Path(root, path).exists():
+            raise RegistrationError(f"{path}: judged at {since} but missing; restore it with `git checkout {path}`")
+        if sha256(Path(root, path)) != frozen_code[path]:
+            raise RegistrationError(f"{path}: differs from {since}; restore it, or register again before the run")
+
+
+def check_claims(record, rules, claims):
+    """{claim id: frozen claim} for every claim amended after registration; RegistrationError when
+    the rules or a claim differ without a logged amendment."""
+    if _digest(rules) != record["rules_sha256"]:
+        raise RegistrationError(f"{REGISTRY}: rules differ from the registration of {record['date']}; "
+                                "restore them, or register again before the run")
+    frozen = {}
+    for claim in claims:
+        registered = record["claims"].get(claim["id"])
+        if registered == _frozen(claim):
+            continue
+        logged = [a for a in claim.get("amended") or [] if a.get("post_registration") and a["date"] >= record["date"]]
+        if not logged:
+            raise RegistrationError(f"{REGISTRY}: claim {claim['id']}: differs from its registered form of "
+                                    f"{record['date']}; add an `amended:` entry with post_registration: true, "
+                                    "or restore it")
+        if registered is not None:
+            frozen[claim["id"]] = registered
+    return frozen

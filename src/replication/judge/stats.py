@@ -1,0 +1,74 @@
+"""Numbers only: summaries over seeds, paired contrasts, prediction intervals, the ladder's slopes
+and rank correlations. Every level comes from the caller (verdicts.level: the registered rules').
+
+A directional claim "A beats B" is measured on the paired per-seed differences d = A - B (sign
+flipped for "A below B", so positive always supports the claim), with a Student-t interval and
+the two-sided paired t-test's p-value (against no effect; shown, not used to decide: verdicts.py
+decides against the margin).
+"""
+import math
+
+import numpy as np
+from scipy import stats
+
+
+def t_interval(values, level):
+    """Student-t interval at `level` for the mean of values; a single value gives [x, x] (no spread
+    known)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return [float(x.mean()), float(x.mean())]
+    half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    return [float(x.mean() - half), float(x.mean() + half)]
+
+
+def prediction_interval(values, level):
+    """Where one more run would fall: mean +- t * sd * sqrt(1 + 1/n) (needs two values or more)."""
+    x = np.asarray(values, dtype=float)
+    half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) * math.sqrt(1 + 1 / len(x))
+    return [float(x.mean() - half), float(x.mean() + half)]
+
+
+def summarize(values, level):
+    """n, mean, sd, min, max and the t-interval at `level` (`ci95`: the 95% one of the registered
+    rules) of per-seed values (the values themselves kept)."""
+    x = np.asarray(values, dtype=float)
+    return {"values": [float(v) for v in x], "n": int(len(x)), "mean": float(x.mean()),
+            "sd": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+            "min": float(x.min()), "max": float(x.max()), "ci95": t_interval(x, level)}
+
+
+def paired_contrast(a, b, direction, level):
+    """Paired differences d = a - b (or b - a for direction 'less'): mean, its standard error,
+    t-interval at `level` and the two-sided p-value of the paired t-test (d = 0)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if direction == "less":
+        d = -d
+    sd = d.std(ddof=1) if len(d) > 1 else 0.0
+    if sd > 0:
+        p = float(stats.ttest_1samp(d, 0.0).pvalue)
+    else:
+        p = 1.0 if d.mean() == 0 else 0.0
+    return {"diffs": [float(v) for v in d], "diff_mean": float(d.mean()), "se": float(sd / math.sqrt(len(d))),
+            "diff_ci95": t_interval(d, level), "p": p}
+
+
+def trend_slopes(steps, effects):
+    """Per seed, the least-squares slope of its effect against log10(steps) over the rungs; effects:
+    one {seed: effect} per rung of `steps`. (slopes, seeds), or None with fewer than two rungs or
+    two seeds present at every rung."""
+    seeds = sorted(set.intersection(*(set(e) for e in effects))) if effects else []
+    if len(steps) < 2 or len(seeds) < 2:
+        return None
+    x = np.log10(np.asarray(steps, dtype=float))
+    return [float(np.polyfit(x, [e[s] for e in effects], 1)[0]) for s in seeds], seeds
+
+
+def rank_correlation(x, y, given=None):
+    """Spearman's rho of x and y; with `given`, the partial rank correlation of x and y given it:
+    (r_xy - r_xg r_yg) / sqrt((1 - r_xg^2)(1 - r_yg^2)) over the Spearman correlations."""
+    rho = lambda u, v: float(stats.spearmanr(u, v)[0])
+    if given is None:
+        return rho(x, y)
+    r_xy, r_xg, r_yg = rho(x, y), rho(x, given), rho(y, given)
+    return (r_xy - r_xg * r_yg) / math.sqrt((1 - r_xg ** 2) * (1 - r_yg ** 2))

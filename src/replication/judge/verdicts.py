@@ -1,0 +1,294 @@
+"""Every rule that turns numbers into a verdict, and the words, order, colours and shapes of the
+verdicts: the one home of both. Every other module imports them from here.
+
+The confidence level is one setting, rules.alpha (analysis/claims.yaml): each one-sided test is at
+level alpha, so every interval shown is the (1 - 2 alpha) interval whose bounds the tests read
+(alpha = 0.025: the 95% interval).
+
+Rule, per contrast: d = paired per-seed differences, signed so that a positive d supports the
+claim; mean d_bar, standard error s, n - 1 degrees of freedom, margin m >= 0, and each one-sided
+test at level alpha.
+    reproduced            H0: delta <= m rejected       (lower bound > +m)
+    contradicted          H0: delta >= -m rejected      (upper bound < -m)
+    no meaningful effect  both H0: delta <= -m and H0: delta >= m rejected (TOST: interval inside +-m)
+    inconclusive          otherwise
+    not testable here     a reference arm did not train, the published effect is no larger than the
+                          margin, or settling it would need more seeds than rules.max_seeds
+A claim with several contrasts holds only if every one does (an intersection-union test, which
+needs no correction within the claim): any contradicted -> contradicted; all reproduced ->
+reproduced; any inconclusive -> inconclusive; else (each reproduced or without effect, at least one
+without) -> no meaningful effect.
+Across the registry, Benjamini-Hochberg q-values over one p per decided claim (the p of the test
+behind its verdict; the largest over an intersection-union claim; for an inconclusive claim the
+smallest of its three tests) are shown as a screen. They decide nothing.
+"""
+import math
+
+import numpy as np
+from scipy import stats
+
+from . import stats as numbers
+
+# ---------------------------------------------------------------- the vocabulary
+
+VERDICTS = ("reproduced", "contradicted", "no meaningful effect", "inconclusive", "not testable here",
+            "exact match", "within bound", "mismatch", "not tested")     # the order of every table and list
+DECIDED = ("reproduced", "contradicted", "no meaningful effect")        # a test rejected its null
+JUDGED = (*DECIDED, "inconclusive")                                      # a paired or interval verdict
+NOT_JUDGED = ("not testable here", "not tested")
+SHAPE = {"reproduced": "●", "contradicted": "■", "no meaningful effect": "◆", "inconclusive": "▲",
+         "not testable here": "✕", "not tested": "✕", "exact match": "●", "within bound": "●", "mismatch": "■"}
+CLASS = {"reproduced": "ok", "exact match": "ok", "within bound": "ok", "contradicted": "bad", "mismatch": "bad",
+         "no meaningful effect": "null", "inconclusive": "open", "not testable here": "grey", "not tested": "grey"}
+STYLE = {"reproduced": ("#009E73", "o"), "contradicted": ("#D55E00", "s"), "no meaningful effect": ("#0072B2", "D"),
+         "inconclusive": ("#E69F00", "^"), "not testable here": ("#999999", "x"), "not tested": ("#999999", "x")}
+# Okabe-Ito colours and matplotlib markers of the figures
+
+VERDICT_RULES = [   # (verdict, rule): one source for README and the report
+    ("reproduced", "the lower bound of the 95% interval of the paired effect lies above +m "
+                   "(one-sided test of delta <= m at 2.5%), for every contrast of the claim"),
+    ("contradicted", "the upper bound lies below -m (one-sided test of delta >= -m at 2.5%), for any contrast"),
+    ("no meaningful effect", "the whole interval lies inside (-m, +m) (two one-sided tests, TOST)"),
+    ("inconclusive", "otherwise: the interval reaches across a margin"),
+    ("not testable here", "a reference arm did not train, the published effect is no larger than the margin, "
+                          "or settling it would need more seeds than the registry's bound"),
+]
+DOCUMENT_VERDICTS = [
+    ("exact match", "a printed number reproduced to half a unit of its last printed digit"),
+    ("within bound", "a printed or analytic bound holds (for example a gradient error below 1e-8)"),
+    ("mismatch", "a printed number not reproduced to its digit (often float summation order, not a contradiction)"),
+    ("not tested", "the study cannot test it; the claim says why"),
+]
+TREND_RULES = [   # (label, rule): checked in this order; registered in analysis/claims.yaml before any ladder run
+    ("flips", "the top rung's verdict is reproduced and the first trained rung's contradicted, or the reverse"),
+    ("stable", "-m < b_lo and b_hi < m: the effect moves by less than the margin per decade of steps"),
+    ("grows toward the claim", "b_lo > 0"),
+    ("moves against the claim", "b_hi < 0"),
+    ("unclear", "otherwise"),
+]
+
+
+def rank(verdict):
+    """A verdict's place in VERDICTS (an unknown word last)."""
+    return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
+
+
+# ---------------------------------------------------------------- the confidence level
+
+def level(rules):
+    """The level of every interval shown: 1 - 2 alpha, so its bounds are the one-sided tests'."""
+    return 1 - 2 * rules["alpha"]
+
+
+def normal_quantile(rules):
+    """The normal quantile of a correlation's Fisher-z interval: z at 1 - alpha, rounded to two
+    decimals as the registration of 2026-12-01 froze it."""
+    return 1.96
+
+
+# ---------------------------------------------------------------- one contrast
+
+def _t(d_bar, se, df, shift):
+    """P(T >= (d_bar - shift) / se) for Student's t with df degrees of freedom."""
+    if se == 0:
+        return 0.0 if d_bar > shift else 1.0
+    return float(stats.t.sf((d_bar - shift) / se, df))
+
+
+def tests(diffs, margin):
+    """p-values of the three one-sided decisions for paired differences."""
+    d = np.asarray(diffs, dtype=float)
+    d_bar, df = float(d.mean()), len(d) - 1
+    se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
+    p_above = _t(d_bar, se, df, margin)                 # H0: delta <= m
+    p_below = 1 - _t(d_bar, se, df, -margin) if se else (0.0 if d_bar < -margin else 1.0)   # H0: delta >= -m
+    p_inside = max(_t(d_bar, se, df, -margin), 1 - _t(d_bar, se, df, margin) if se else
+                   (0.0 if d_bar < margin else 1.0))
+    return {"p_reproduced": p_above, "p_contradicted": p_below, "p_equivalent": p_inside}
+
+
+def decide(p, alpha):
+    """The verdict of one contrast from its three p-values."""
+    if p["p_reproduced"] < alpha:
+        return "reproduced"
+    if p["p_contradicted"] < alpha:
+        return "contradicted"
+    if p["p_equivalent"] < alpha:
+        return "no meaningful effect"
+    return "inconclusive"
+
+
+def as_equivalence_claim(p):
+    """The p-values of a claim that predicts no effect (direction 'equal'): reproduced when the
+    interval lies inside +-m (TOST), contradicted when it lies beyond +m or beyond -m."""
+    return {"p_reproduced": p["p_equivalent"], "p_contradicted": min(p["p_reproduced"], p["p_contradicted"]),
+            "p_equivalent": 1.0}
+
+
+def seeds_needed(diffs, margin, rules):
+    """Seeds the observed spread would need for the interval to clear the margin (or to sit inside
+    it), assuming the mean and SD stay as observed; None when no finite number would do."""
+    d = np.asarray(diffs, dtype=float)
+    sd, gap = d.std(ddof=1) if len(d) > 1 else 0.0, abs(abs(d.mean()) - margin)
+    if sd == 0 or gap == 0:
+        return None
+    for n in range(2, 10_001):
+        if stats.t.ppf(1 - rules["alpha"], n - 1) * sd / math.sqrt(n) < gap:
+            return n
+    return None
+
+
+def decide_contrast(c, untrained, rules):
+    """A paired contrast's verdict (c holds its diffs, margin, p-values and published effect), with
+    its reason where it is not testable: a reference arm that did not train (`untrained`: their
+    reasons), a published effect no larger than the margin, or more seeds needed than the bound."""
+    margin, effect = c["margin"], c["published_effect_value"]
+    if untrained:
+        return {**c, "verdict": "not testable here", "reason": "; ".join(untrained)}
+    if effect is not None and abs(effect) <= margin:
+        return {**c, "verdict": "not testable here",
+                "reason": f"the published effect ({effect:+.3g}) is no larger than the margin ({margin:g})"}
+    c["verdict"] = decide(c, rules["alpha"])
+    if c["verdict"] == "inconclusive":
+        c["seeds_needed"] = seeds_needed(c["diffs"], margin, rules)
+        if c["seeds_needed"] is None or c["seeds_needed"] > rules["max_seeds"]:
+            c["verdict"] = "not testable here"
+            c["reason"] = (f"the interval would clear the margin only with more than {rules['max_seeds']} seeds"
+                           if c["seeds_needed"] is None else
+                           f"settling it would need about {c['seeds_needed']} seeds (bound {rules['max_seeds']})")
+    return c
+
+
+def decide_interval(lo, hi, margin):
+    """The same table read off an interval (a correlation's Fisher-z interval)."""
+    if lo > margin:
+        return "reproduced"
+    if hi < -margin:
+        return "contradicted"
+    if -margin < lo and hi < margin:
+        return "no meaningful effect"
+    return "inconclusive"
+
+
+def combine(verdicts):
+    """A claim's verdict from its contrasts' (intersection-union)."""
+    if not verdicts:
+        return "inconclusive"
+    for dominant in ("contradicted", "not testable here", "inconclusive"):
+        if dominant in verdicts:
+            return dominant
+    if all(v == verdicts[0] for v in verdicts):
+        return verdicts[0]
+    if set(verdicts) <= {"reproduced", "no meaningful effect"}:
+        return "no meaningful effect"
+    return "inconclusive"
+
+
+def unstable(c, rules):
+    """Whether the contrast's verdict changes when its effect moves by half a standard error."""
+    if c.get("diff_mean") is None or c["verdict"] == "not testable here" or not c.get("diffs"):
+        return False
+    shifted = [decide(tests([d + s * c["se"] / 2 for d in c["diffs"]], c["margin"]), rules["alpha"])
+               for s in (1, -1)]
+    return any(v != c["verdict"] for v in shifted)
+
+
+def reason(c):
+    """What the measured interval says, for a verdict other than reproduced."""
+    if c.get("diff_mean") is None or c["verdict"] == "reproduced":
+        return ""
+    lo, hi = c["diff_ci95"]
+    m = c["margin"]
+    if c["verdict"] == "contradicted" and c.get("direction") == "equal":
+        return f"the claim predicts no effect, but the interval [{lo:.3g}, {hi:.3g}] lies beyond the margin +-{m:g}"
+    if c["verdict"] == "contradicted":
+        return f"the effect runs against the claim beyond the margin (interval [{lo:.3g}, {hi:.3g}] below -{m:g})"
+    if c["verdict"] == "no meaningful effect":
+        return f"the whole interval [{lo:.3g}, {hi:.3g}] lies inside the margin +-{m:g}"
+    needed = c.get("seeds_needed")
+    more = f"; about {needed} seeds would settle it" if needed else ""
+    return f"the interval [{lo:.3g}, {hi:.3g}] reaches across the margin +-{m:g}{more}"
+
+
+def interval_reason(verdict, lo, hi, margin, unit=""):
+    """The report's one-line reason for a judged verdict, read off its interval in the claim's unit."""
+    where = {"reproduced": f"lies above +{margin:.3g}{unit}", "contradicted": f"lies below −{margin:.3g}{unit}",
+             "no meaningful effect": f"lies inside ±{margin:.3g}{unit}",
+             "inconclusive": f"reaches across ±{margin:.3g}{unit}"}
+    return f"95% interval {lo:+.3g} to {hi:+.3g}{unit} {where[verdict]}"
+
+
+# ---------------------------------------------------------------- printed figures
+
+def interval_verdict(ci, lo, hi):
+    """A measured mean against a published range [lo, hi]: reproduced when its interval lies
+    inside, contradicted when it lies wholly outside, inconclusive when it straddles an edge."""
+    if lo <= ci[0] and ci[1] <= hi:
+        return "reproduced"
+    if ci[1] < lo or ci[0] > hi:
+        return "contradicted"
+    return "inconclusive"
+
+
+def single_run_verdict(published, realisations, rules, tolerance=0.0):
+    """A figure printed from one run against where one more of our runs would fall: reproduced when
+    it lies inside the prediction interval of our realisations (widened by the printed rounding),
+    contradicted when outside."""
+    lo, hi = numbers.prediction_interval(realisations, level(rules))
+    return "reproduced" if lo - tolerance <= published <= hi + tolerance else "contradicted"
+
+
+# ---------------------------------------------------------------- the ladder's trend
+
+def ladder_trend(steps, effects, margin, first_verdict, top_verdict, rules):
+    """The trend of a contrast along the ladder: b, the slope of its per-seed effect against
+    log10(steps) (stats.trend_slopes), with the interval of their mean, labelled by TREND_RULES with
+    m the margin per decade. None with fewer than two rungs or two seeds present at every rung."""
+    found = numbers.trend_slopes(steps, effects)
+    if found is None:
+        return None
+    slopes, seeds = found
+    lo, hi = numbers.t_interval(slopes, level(rules))
+    if {first_verdict, top_verdict} == {"reproduced", "contradicted"}:
+        label = "flips"
+    elif -margin < lo and hi < margin:
+        label = "stable"
+    elif lo > 0:
+        label = "grows toward the claim"
+    elif hi < 0:
+        label = "moves against the claim"
+    else:
+        label = "unclear"
+    return {"label": label, "slope_per_decade": float(np.mean(slopes)), "slope_ci95": [lo, hi],
+            "slopes": slopes, "seeds": seeds, "steps": list(steps)}
+
+
+# ---------------------------------------------------------------- the registry-wide screen
+
+P_OF = {"reproduced": "p_reproduced", "contradicted": "p_contradicted", "no meaningful effect": "p_equivalent"}
+
+
+def claim_p(verdict, contrasts):
+    """The one p-value of a decided claim for the screen (module docstring), or None."""
+    tested = [c for c in contrasts if c.get("p_reproduced") is not None]
+    if not tested or verdict not in (*P_OF, "inconclusive"):
+        return None
+    if verdict == "inconclusive":
+        return min(min(c["p_reproduced"], c["p_contradicted"], c["p_equivalent"]) for c in tested)
+    if verdict == "contradicted":
+        return min(c["p_contradicted"] for c in tested)
+    return max(c[P_OF[verdict]] for c in tested)
+
+
+def bh(pvalues):
+    """Benjamini-Hochberg q-values, in the input order."""
+    if not pvalues:
+        return []
+    return [float(q) for q in stats.false_discovery_control(pvalues, method="bh")]
+
+
+def multiplicity_verdict(verdict, q, alpha):
+    """The verdict if it had to survive Benjamini-Hochberg at alpha."""
+    if verdict in DECIDED and (q is None or q >= alpha):
+        return "inconclusive"
+    return verdict
