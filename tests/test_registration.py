@@ -17,7 +17,7 @@ def registered_world(root):
     for path in judged_code(ROOT):
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / path, root / path)
-    rules, claims, _ = load_registry(root / "analysis" / "claims.yaml")
+    rules, claims = load_registry(root / "analysis" / "claims.yaml")[:2]
     register(rules, claims, root)
     return root / "analysis" / "claims.yaml"
 
@@ -88,7 +88,7 @@ def test_moved_judging_code_stands_once_a_code_amendment_records_it(tmp_path, mo
     verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 2
     record = registration.load(tmp_path)
-    amendments = [registration.amend_code(record, "moved", "test", "sha", tmp_path)]
+    amendments = [registration.amend_code(record, "moved", "test", "0" * 64, tmp_path)]
     (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps(amendments))
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 0, err
@@ -135,3 +135,57 @@ def test_the_first_registration_stands_for_the_registered_run_through_its_code_a
     judged_then = git("show", f"{added[-1]}:reports/claims.json")
     assert amendments[0]["claims_json_sha256"] == hashlib.sha256(judged_then.encode()).hexdigest()
     assert amendments[0]["verdicts_identical"] and amendments[0]["registration"] == record["date"]
+
+
+def test_a_registered_claim_deleted_from_the_registry_stops_the_analysis(tmp_path, monkeypatch, capsys):
+    from test_registry import BOUND
+    registry = registered_world(tmp_path)
+    registry.write_text(registry.read_text().replace(BOUND, ""))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and err.count("\n") == 1 and "claim small-loss: registered on" in err and "missing" in err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_claim_withdrawn_by_a_post_registration_amendment_may_go(tmp_path, monkeypatch, capsys):
+    from test_registry import BOUND
+    registry = registered_world(tmp_path)
+    date = json.loads((tmp_path / "analysis" / "registration.json").read_text())["date"]
+    withdraw = (f"amendments:\n  drop-small-loss:\n    date: '{date}'\n    what: withdrawn\n    why: test\n"
+                "    post_registration: true\n    withdraws: [small-loss]\n")
+    registry.write_text(registry.read_text().replace(BOUND, "").replace("claims:\n", withdraw + "claims:\n"))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 0, err
+
+
+@pytest.mark.parametrize("date,named", [("2026-99-99", "not a real date"), ("2999-01-01", "dated after today")])
+def test_an_amendment_dated_impossibly_is_refused(tmp_path, monkeypatch, capsys, date, named):
+    registry = registered_world(tmp_path)
+    amendment = (f"  amended: [{{date: '{date}', what: m, why: test, previous_verdict: reproduced, "
+                 "post_registration: true}]\n")
+    registry.write_text(registry.read_text().replace("  margin: 0.02\n", "  margin: 0.5\n" + amendment))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and err.count("\n") == 1 and named in err, err
+
+
+@pytest.mark.parametrize("edit,named", [
+    (lambda r: r.pop("rules_sha256"), "rules_sha256: Field required"),
+    (lambda r: r.update(sha256=["not", "a", "mapping"]), "sha256: Input should be a valid dictionary"),
+    (lambda r: r.update(date=20261201), "date: Input should be a valid string"),
+])
+def test_a_malformed_record_stops_the_analysis_with_one_line_naming_the_key(tmp_path, monkeypatch, capsys, edit,
+                                                                              named):
+    registered_world(tmp_path)
+    path = tmp_path / "analysis" / "registration.json"
+    record = json.loads(path.read_text())
+    edit(record)
+    path.write_text(json.dumps(record))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and err.count("\n") == 1 and named in err, err
+
+
+def test_a_claim_added_after_registration_stops_the_analysis(tmp_path, monkeypatch, capsys):
+    from test_registry import BOUND
+    registry = registered_world(tmp_path)
+    registry.write_text(registry.read_text() + BOUND.replace("small-loss", "new-claim"))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "claim new-claim: added after the registration of" in err

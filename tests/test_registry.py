@@ -220,7 +220,7 @@ def test_a_claims_origin_is_its_sections(tmp_path, monkeypatch, capsys):
 
 def test_the_committed_registry_is_valid():
     from replication.judge.registry import load_registry
-    rules, claims, sections = load_registry(REGISTRY)
+    rules, claims, sections, _ = load_registry(REGISTRY)
     assert len(claims) > 80 and rules["alpha"] == 0.025
     assert [s["id"] for s in sections][:4] == ["ntxent-example", "tiny-simclr", "toy2d", "analytic"]
 
@@ -234,3 +234,60 @@ def test_a_shared_amendment_is_written_out_in_every_claim_that_names_it(tmp_path
     claim = load_registry(tmp_path / "claims.yaml").claims[0]
     assert claim["amended"] == [{"date": "2026-12-01", "what": "margin 0.01 -> 0.02", "why": "test",
                                  "previous_verdict": "inconclusive", "post_registration": False}]
+
+
+# ---------------------------------------------------------------- records checked, not trusted
+
+def _set_field(key, value):
+    def edit(path):
+        record = json.loads(path.read_text())
+        holder = record
+        *parents, last = key.split(".")
+        for part in parents:
+            holder = holder[part]
+        holder[last] = value
+        path.write_text(json.dumps(record))
+    return edit
+
+
+def _extra_file(name):
+    def edit(path):
+        (path.parent / name).write_text(path.read_text())
+    return edit
+
+
+RECORD_FAULTS = [
+    ("an accuracy of 750%", "evaluate", _set_field("eval.h.linear", 7.5), "eval.h.linear = 7.5, an accuracy outside"),
+    ("a NaN accuracy", "evaluate", _set_field("at.300.h.knn", float("nan")), "at.300.h.knn is nan, not a finite"),
+    ("an infinite loss", "pretrain", _set_field("rung_loss.300", float("inf")), "rung_loss.300 is inf"),
+    ("trained for other steps", "pretrain", _set_field("config.steps", 30), "trained for 30 steps, the configuration says 300"),
+    ("an extra seed", "evaluate", _extra_file("seed_9.json"), "seed_9.json: a file the resolved configuration does not expect"),
+    ("a stray copy", "evaluate", _extra_file("seed_0 (copy).json"), "seed_0 (copy).json: a file the resolved"),
+    ("a text where a number is read", "evaluate", _set_field("eval.h.linear", "ok"), "eval.h.linear is 'ok', not a finite number"),
+]
+
+
+@pytest.mark.parametrize("case,stage,fault,named", RECORD_FAULTS, ids=[c[0] for c in RECORD_FAULTS])
+def test_a_record_out_of_range_or_unexpected_stops_analysis_with_one_line(tmp_path, monkeypatch, capsys, case,
+                                                                           stage, fault, named):
+    write_world(tmp_path)
+    fault(tmp_path / "results" / stage / "s" / "cb" / "seed_1.json")
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 1 and err.count("\n") == 1 and named in err, err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_results_folder_that_leads_outside_the_repository_is_refused(tmp_path, monkeypatch, capsys):
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    write_world(repo)
+    (repo / "results" / "evaluate" / "s").rename(outside)
+    (repo / "results" / "evaluate" / "s").symlink_to(outside, target_is_directory=True)
+    status, err = run_analyze(repo, monkeypatch, capsys)
+    assert status == 1 and "results/evaluate/s: leads outside the repository" in err, err
+    assert not (repo / "reports").exists() and sorted(p.name for p in outside.iterdir()) == ["ca", "cb"]
+
+
+def test_an_empty_registry_is_refused(tmp_path, monkeypatch, capsys):
+    write_world(tmp_path, RULES + "claims: []\n")
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "claims: the registry holds no claim" in err

@@ -51,7 +51,8 @@ def main(argv):
             print(f"wrote {CODE_AMENDMENTS}: {len(amendment['sha256'])} judged files amended on {amendment['date']}, "
                   "verdicts identical; commit it with the code")
             return 0
-        rules, claims, _ = load_registry("analysis/claims.yaml", read_resolved("conditions")["conditions"])
+        registered = load_registry("analysis/claims.yaml", read_resolved("conditions")["conditions"])
+        rules, claims = registered.rules, registered.claims
     except (RegistryError, RegistrationError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -338,11 +338,12 @@ def judge_registry(conditions, registry="analysis/claims.yaml", check_code=True)
     registration record, each claim amended after it also judged by its frozen rule
     (`frozen_verdict`). check_code=False skips the judged code's hashes (tools/register.py, to
     show that moved code judges alike). Returns (judged, record)."""
-    rules, claims, _ = registered = load_registry(registry, conditions["conditions"])
+    registered = load_registry(registry, conditions["conditions"])
+    rules, claims = registered.rules, registered.claims
     record = registration.load()
     if record and check_code:
         registration.check_code(record, registration.load_code_amendments())
-    frozen = registration.check_claims(record, rules, claims) if record else {}
+    frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
     check_inputs(conditions)
     judged = judge_all(claims, rules=rules, registered_on=record and record["date"], documents=registered.documents)
     for out in judged:

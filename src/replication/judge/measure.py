@@ -150,8 +150,17 @@ def measure_by_seed(spec, root="."):
     records = _records(spec, root)
     if records is None:
         raise InputError("a single value has no seeds; use `files` or `select` in the spec")
-    return {r.get("seed", i): _value(r, spec, path) for i, (path, r) in enumerate(records)
+    return {r.get("seed", i): _number(_value(r, spec, path), spec, path) for i, (path, r) in enumerate(records)
             if r.get("status", "ok") == "ok"}
+
+
+def _number(value, spec, path):
+    """A per-seed value, which the statistics need as a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{path}: {spec.get('key') or spec.get('ratio') or spec.get('difference')} is "
+                         f"{str(value)[:40]!r}, not a finite number; fix the key in analysis/claims.yaml or "
+                         f"{_fix(path)}")
+    return value
 
 
 def measure(spec, root="."):
@@ -243,10 +252,63 @@ def _check_fields(path, record, fields):
         raise InputError(f"{path}: partial record, no field {missing[0]!r}; {_fix(path)}")
 
 
+ACCURACIES = ("linear", "linear_full", "knn", "knn_centred", "wknn", "rotation", "rotation_mlp", "colour",
+              "contrastive_top1")       # fractions of a test set: within [0, 1]
+
+
+def _inside(path, root):
+    """Whether a path, symlinks followed, stays inside the repository."""
+    repo = Path(root).resolve()
+    return Path(root, path).resolve() == repo or repo in Path(root, path).resolve().parents
+
+
+def _check_folders(conditions, root):
+    """results/ and its record folders are real folders of this repository (not symlinks out of
+    it), and each holds only the records the resolved configuration expects."""
+    expected = {f"results/{kind}/{info['study']}/{name}/seed_{seed}.json"
+                for name, info in conditions["conditions"].items() for seed in conditions["seeds"]
+                for kind in ("pretrain", "evaluate")}
+    for kind in ("pretrain", "evaluate"):
+        folder = Path(root, "results", kind)
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            relative = str(path.relative_to(root))
+            if not _inside(relative, root):
+                raise InputError(f"{relative}: leads outside the repository (a symlink?); replace it with the "
+                                 f"folder itself (`git checkout {relative}`)")
+            if path.is_file() and relative not in expected and not path.name.startswith("."):
+                raise InputError(f"{relative}: a file the resolved configuration does not expect (seeds "
+                                 f"{', '.join(map(str, conditions['seeds']))}); remove it, or add its condition and "
+                                 "seed to params.yaml")
+    if not _inside("results", root):
+        raise InputError("results: leads outside the repository (a symlink?); replace it with the folder itself")
+
+
+def _numbers(value, where):
+    """(where, number) for every number inside a record's metrics."""
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _numbers(v, f"{where}.{k}")]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [(where, value)]
+    return []
+
+
+def _check_ranges(path, record, fields):
+    """Every metric finite; every accuracy within [0, 1]."""
+    for field in fields:
+        for where, number in _numbers(record.get(field), field):
+            if not math.isfinite(number):
+                raise InputError(f"{path}: {where} is {number}, not a finite number; {_fix(path)}")
+            if where.rsplit(".", 1)[-1] in ACCURACIES and not 0 <= number <= 1:
+                raise InputError(f"{path}: {where} = {number:g}, an accuracy outside [0, 1]; {_fix(path)}")
+
+
 def check_inputs(conditions, root="."):
     """Every training and evaluation record the resolved configuration (resolved/
-    conditions.json: seeds, and each condition's study and rungs) expects, present and complete: a
-    finished run evaluated at every rung it reached. Raises InputError on the first gap."""
+    conditions.json: seeds, and each condition's study, steps and rungs) expects, present, complete
+    and in range, and no other file beside them: a finished run evaluated at every rung it
+    reached, trained for the configured steps, its accuracies within [0, 1] and every figure finite.
+    Raises InputError on the first gap."""
+    _check_folders(conditions, root)
     for name, info in conditions["conditions"].items():
         for seed in conditions["seeds"]:
             run = f"{info['study']}/{name}/seed_{seed}.json"
@@ -258,6 +320,11 @@ def check_inputs(conditions, root="."):
             if (training["condition"], training["seed"]) != (name, seed) or \
                     (evaluation["condition"], evaluation["seed"]) != (name, seed):
                 raise InputError(f"{path}: records another run than {name} seed {seed}; {_fix(path)}")
+            if training["status"] == "ok" and "steps" in info and training["config"].get("steps") != info["steps"]:
+                raise InputError(f"results/pretrain/{run}: trained for {training['config'].get('steps')} steps, "
+                                 f"the configuration says {info['steps']}; rerun `dvc repro -f pretrain@{info['study']}`")
+            _check_ranges(f"results/pretrain/{run}", training, ("rung_loss",))
+            _check_ranges(path, evaluation, ("eval", "control", "control_uncalibrated", "at"))
             reached = [int(s) for s in training["rung_loss"]] if training["status"] != "ok" else info["rungs"]
             absent = [s for s in reached if str(s) not in evaluation["at"]]
             if absent:

@@ -20,8 +20,13 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, ValidationError
 
 from ..io import sha256, write_json
+from ..schema import Strict, one_line
+from .registry import Date
 
 RECORD = Path("analysis/registration.json")
 REGISTRY = Path("analysis/claims.yaml")
@@ -66,15 +71,49 @@ def register(rules, claims, root="."):
     return record
 
 
+class Record(Strict):
+    """The shape of a registration record; a record that lacks a key or holds the wrong type stops
+    the analysis with one line naming the key."""
+    date: Date
+    sha256: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]]
+    rules: dict
+    rules_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    claims: dict[str, dict]
+
+
+class CodeAmendment(Strict):
+    date: Date
+    registration: Date
+    what: str
+    why: str
+    verdicts_identical: bool
+    claims_json_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    sha256: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]]
+
+
+def _read(path, model, many=False):
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise RegistrationError(f"{path}: unreadable; restore it with `git checkout {path}`") from None
+    try:
+        if many:
+            if not isinstance(raw, list):
+                raise RegistrationError(f"{path}: expected a list of amendments")
+            if not all(isinstance(a, dict) for a in raw):
+                raise RegistrationError(f"{path}: each amendment must be a JSON object")
+            return [model(**a).model_dump() for a in raw]
+        if not isinstance(raw, dict):
+            raise RegistrationError(f"{path}: expected a JSON object (date, sha256, rules, rules_sha256, claims)")
+        return model(**raw).model_dump()
+    except ValidationError as e:
+        raise RegistrationError(one_line(e, str(path)) + f"; restore it with `git checkout {path}`") from None
+
+
 def load(root="."):
     """The registration record, or None while the rules are not registered (no record yet)."""
     path = Path(root, RECORD)
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        raise RegistrationError(f"{RECORD}: unreadable; restore it with `git checkout {RECORD}`") from None
+    return _read(path, Record) if path.exists() else None
 
 
 def add_to_analysis_deps(dvc_yaml="dvc.yaml"):
@@ -101,17 +140,7 @@ def add_to_analysis_deps(dvc_yaml="dvc.yaml"):
 def load_code_amendments(root="."):
     """The code amendments of the registration (a list, oldest first; empty when there are none)."""
     path = Path(root, CODE_AMENDMENTS)
-    if not path.exists():
-        return []
-    try:
-        amendments = json.loads(path.read_text())
-    except (OSError, ValueError):
-        raise RegistrationError(f"{CODE_AMENDMENTS}: unreadable; restore it with `git checkout {CODE_AMENDMENTS}`") \
-            from None
-    if not isinstance(amendments, list) or not all(isinstance(a, dict) and isinstance(a.get("sha256"), dict)
-                                                   for a in amendments):
-        raise RegistrationError(f"{CODE_AMENDMENTS}: expected a list of amendments, each with a `sha256` mapping")
-    return amendments
+    return _read(path, CodeAmendment, many=True) if path.exists() else []
 
 
 def frozen_files(record, amendments):
@@ -151,12 +180,20 @@ def check_code(record, amendments=(), root="."):
             raise RegistrationError(f"{path}: differs from {since}; restore it, or register again before the run")
 
 
-def check_claims(record, rules, claims):
+def check_claims(record, rules, claims, withdrawn=None):
     """{claim id: frozen claim} for every claim amended after registration; RegistrationError when
-    the rules or a claim differ without a logged amendment."""
+    the rules or a claim differ without a logged amendment, or a registered claim is missing
+    without a post-registration amendment that withdraws it (`withdrawn`: {id: amendment})."""
     if _digest(rules) != record["rules_sha256"]:
         raise RegistrationError(f"{REGISTRY}: rules differ from the registration of {record['date']}; "
                                 "restore them, or register again before the run")
+    present = {c["id"] for c in claims}
+    for cid in record["claims"]:
+        logged = (withdrawn or {}).get(cid)
+        if cid not in present and not (logged and logged["post_registration"] and logged["date"] >= record["date"]):
+            raise RegistrationError(f"{REGISTRY}: claim {cid}: registered on {record['date']} but missing; restore "
+                                    "it, or withdraw it with an `amendments:` entry (post_registration: true, "
+                                    f"withdraws: [{cid}])")
     frozen = {}
     for claim in claims:
         registered = record["claims"].get(claim["id"])
@@ -164,9 +201,9 @@ def check_claims(record, rules, claims):
             continue
         logged = [a for a in claim.get("amended") or [] if a.get("post_registration") and a["date"] >= record["date"]]
         if not logged:
-            raise RegistrationError(f"{REGISTRY}: claim {claim['id']}: differs from its registered form of "
-                                    f"{record['date']}; add an `amended:` entry with post_registration: true, "
-                                    "or restore it")
+            change = "added after the registration" if registered is None else "differs from its registered form"
+            raise RegistrationError(f"{REGISTRY}: claim {claim['id']}: {change} of {record['date']}; add an "
+                                    "`amended:` entry with post_registration: true, or restore it")
         if registered is not None:
             frozen[claim["id"]] = registered
     return frozen

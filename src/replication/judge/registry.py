@@ -8,11 +8,12 @@ from a pipeline record exists in that record's schema (EVALUATION_KEY, TRAINING_
 written twice is an error. A mistake gives one line naming the claim id, the key and what is
 allowed (RegistryError); nothing is judged or written.
 """
+import datetime
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from ..io import load_yaml
 from ..schema import Strict, one_line
@@ -61,7 +62,18 @@ class Spec(Strict):
         return self
 
 
-Date = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+def _real_date(text):
+    """An ISO date that exists and is not after today (an amendment cannot be dated in the future)."""
+    try:
+        day = datetime.date.fromisoformat(text)
+    except ValueError:
+        raise ValueError("not a real date (YYYY-MM-DD)") from None
+    if day > datetime.date.today():
+        raise ValueError(f"dated after today ({datetime.date.today().isoformat()})")
+    return text
+
+
+Date = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$"), AfterValidator(_real_date)]
 
 
 class Section(Strict):
@@ -80,6 +92,7 @@ class AmendmentText(Strict):
     what: str
     why: str
     post_registration: bool = False
+    withdraws: list[Slug] = []           # registered claims this amendment removes from the registry
 
 
 class Amendment(Strict):
@@ -341,6 +354,7 @@ class Registry(NamedTuple):
     rules: dict            # Rules, as a plain dict
     claims: list           # validated claims as plain dicts (defaults filled in, amendments written out)
     sections: list         # Section dicts, in report order
+    withdrawn: dict        # {claim id: the shared amendment (a dict) that withdraws it}
 
     @property
     def documents(self):
@@ -374,6 +388,8 @@ def load_registry(path="analysis/claims.yaml", conditions=None):
         raise RegistryError(one_line(e, f"{path}: rules")) from None
     sections = _sections(registry["sections"], path)
     shared = _shared_amendments(registry.get("amendments") or {}, path)
+    if not registry["claims"]:
+        raise RegistryError(f"{path}: claims: the registry holds no claim; restore it with `git checkout {path}`")
     claims = [_claim(raw, path, shared) for raw in registry["claims"]]
     _each_section_used(sections, claims, path)
     seen = set()
@@ -382,8 +398,14 @@ def load_registry(path="analysis/claims.yaml", conditions=None):
             raise RegistryError(f"{path}: claim {claim.id}: id: used twice; ids must be unique")
         seen.add(claim.id)
         _check_reads(claim, conditions, path)
+    present = {c.id for c in claims}
+    withdrawn = {cid: {"id": key, **text.model_dump()} for key, text in shared.items() for cid in text.withdraws}
+    for cid in withdrawn:
+        if cid in present:
+            raise RegistryError(f"{path}: amendments.{withdrawn[cid]['id']}.withdraws: claim {cid} is still in "
+                                "`claims:`; remove it there or from `withdraws`")
     return Registry(rules.model_dump(), [c.model_dump(exclude_none=True) for c in claims],
-                    [s.model_dump() for s in sections])
+                    [s.model_dump() for s in sections], withdrawn)
 
 
 def _sections(raw, path):
