@@ -149,12 +149,31 @@ def test_the_bh_screen_runs_over_the_registry_and_decides_nothing(tmp_path):
     assert [j["verdict"] for j in judged] == ["reproduced", "reproduced"]
 
 
-def test_a_published_effect_inside_the_margin_is_not_testable(tmp_path):
+def test_a_published_effect_inside_the_margin_forbids_reproduced_and_nothing_else(tmp_path):
     evaluation_records(tmp_path, "a", [0.30, 0.31, 0.29, 0.32, 0.30])
     evaluation_records(tmp_path, "b", [0.20, 0.22, 0.19, 0.21, 0.20])
-    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, published_effect_value=0.008,
+    small = dict(kind="paired", margin=0.02, published_effect_value=0.008, arms={"a": arm("a"), "b": arm("b")})
+    judged = judge(claim(a="a", b="b", **small), tmp_path)
+    assert judged["verdict"] == "inconclusive" and "no larger than the margin" in judged["note"]
+    assert judge(claim(a="b", b="a", **small), tmp_path)["verdict"] == "contradicted"    # ours beyond -m
+
+
+def test_an_underpowered_interval_is_inconclusive_and_says_what_it_rules_out(tmp_path):
+    evaluation_records(tmp_path, "a", [0.30, 0.34, 0.27, 0.33, 0.29])
+    evaluation_records(tmp_path, "b", [0.30, 0.31, 0.29, 0.32, 0.30])
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, effect_scale=100, effect_unit=" points",
                          arms={"a": arm("a"), "b": arm("b")}), tmp_path)
-    assert judged["verdict"] == "not testable here" and "no larger than the margin" in judged["note"]
+    lo, hi = (100 * v for v in judged["contrast"]["diff_ci95"])
+    assert judged["verdict"] == "inconclusive"
+    assert f"rules out effects below {lo:+.3g} points and above {hi:+.3g} points" in judged["note"]
+
+
+def test_every_claim_with_a_published_effect_says_where_it_lies_against_our_interval(tmp_path):
+    evaluation_records(tmp_path, "a", [0.30, 0.31, 0.29, 0.32, 0.30])
+    evaluation_records(tmp_path, "b", [0.20, 0.22, 0.19, 0.21, 0.20])
+    at = lambda effect: judge(claim(kind="paired", a="a", b="b", margin=0.02, published_effect_value=effect,
+                                    arms={"a": arm("a"), "b": arm("b")}), tmp_path)["magnitude"]
+    assert (at(0.10), at(0.03), at(0.30)) == ("inside", "below", "above")
 
 
 def test_an_effect_in_the_opposite_direction_inside_the_margin_is_not_contradicted(tmp_path):
@@ -364,7 +383,7 @@ def test_a_contradiction_from_arms_still_moving_may_be_a_scale_artefact(tmp_path
                          arms={"a": ladder_arm("a"), "b": ladder_arm("b")}), tmp_path)
     assert judged["verdict"] == "contradicted" and judged["trend"] == "grows toward the claim"
     artefact = judged["contrast"]["scale_artefact"]
-    assert "a still moved by +0.04" in artefact and "grows toward the claim" in artefact
+    assert "the effect still moved by +0.04" in artefact and "grows toward the claim" in artefact
     assert "May be a scale artefact" in judged["note"]
 
 

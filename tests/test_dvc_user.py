@@ -7,7 +7,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -74,9 +73,7 @@ def test_make_repro_on_a_fresh_clone_offline_runs_nothing_and_says_so(clone):
     command = network_blocked(["make", "-o", ".venv/.installed", "repro"])    # the venv is there already
     if command is None:
         pytest.skip("cannot block the network here (unshare -n needs root or user namespaces)")
-    start = time.perf_counter()
     result = run(command, clone)
-    seconds = time.perf_counter() - start
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "Running stage" not in output, re.findall(r"Running stage '[^']+'", output)
@@ -84,7 +81,6 @@ def test_make_repro_on_a_fresh_clone_offline_runs_nothing_and_says_so(clone):
         assert "The registered run" in output and "make repro-stage STAGE=" in output, output[-3000:]
     else:
         assert "The committed results are current" in output and "make repro-all" in output
-    assert seconds < 60, seconds
     assert run(["git", "status", "--porcelain"], clone).stdout == ""      # nothing rewritten
 
 

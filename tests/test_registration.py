@@ -189,3 +189,21 @@ def test_a_claim_added_after_registration_stops_the_analysis(tmp_path, monkeypat
     registry.write_text(registry.read_text() + BOUND.replace("small-loss", "new-claim"))
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 2 and "claim new-claim: added after the registration of" in err
+
+
+def test_a_rule_change_after_registration_shows_each_moved_verdict_post_hoc_beside_the_frozen_one(
+        tmp_path, monkeypatch, capsys):
+    from tools.register import main as register_main
+    registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    claims = tmp_path / "reports" / "claims.json"
+    judged = json.loads(claims.read_text())
+    now = judged[0]["verdict"]
+    judged[0]["verdict"] = "inconclusive"                # what the frozen code said of it, say
+    claims.write_text(json.dumps(judged))
+    assert register_main(["--rules-changed", "a new rule", "--why", "test"]) == 0
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    first, second = json.loads(claims.read_text())
+    assert first["verdict"] == now and first["frozen_verdict"] == "inconclusive" and "post hoc" in first["labels"]
+    assert first["rules_amended"]["what"] == "a new rule"
+    assert "frozen_verdict" not in second and "post hoc" not in second["labels"]    # not moved: not post hoc

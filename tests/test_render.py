@@ -116,8 +116,10 @@ def test_the_rung_and_the_runs_are_named_for_what_they_are():
     primary = {**budget, "primary": {"rung": 100}}
     assert rc.read_at(primary, {"cond_a": 100, "cond_b": 400}) == "100 / 400 steps"     # the arms differ
     assert rc.read_at(primary, {"cond_a": 100, "cond_b": 100}) == "100 steps"
-    one_seed = {"kind": "single_run", "arms": {"realisations": {"n": 3, "values": [1.0, 1.1, 1.2]}}}
+    one_seed = {"kind": "single_run", "realisation": "seed 3 at 1, 2 and 4 threads",
+                "arms": {"realisations": {"n": 3, "values": [1.0, 1.1, 1.2]}}}
     assert rc.realisations(one_seed) == (3, "thread-count realisations of one seed")
+    assert rc.realisations({**one_seed, "realisation": None}) == (3, "seeds")        # ten seeds are seeds
     assert rc.realisations({**one_seed, "n_realisations": 4, "realisation_kind": "seeds"}) == (4, "seeds")
     pooled = {"kind": "correlation", "arms": {"eval.z.alignment": {"n": 255}, "eval.h.linear": {"n": 255}}}
     assert rc.realisations(pooled) == (255, "runs")            # pooled over arms and seeds, not 255 seeds

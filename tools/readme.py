@@ -150,8 +150,15 @@ def verdicts_block():
     return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in VERDICT_RULES])
 
 
+def steps_block():
+    """How a verdict is reached, step by step, from the verdict module (src/replication/judge/verdicts.py)."""
+    from replication.judge.verdicts import STEPS
+    return "\n".join(["| step | rule | code |", "|---|---|---|"] +
+                     [f"| {step} | {rule} | {code} |" for step, rule, code in STEPS])
+
+
 def trends_block():
-    """The ladder's trend labels, from the one list the analysis applies (src/replication/judge/stats.py)."""
+    """The ladder's trend labels, from the one list the analysis applies (src/replication/judge/verdicts.py)."""
     from replication.judge.verdicts import TREND_RULES
     rows = ["| trend | rule (b: slope of the effect against log10(steps), [b_lo, b_hi] its 95% interval, m the margin) |",
             "|---|---|"]
@@ -189,7 +196,7 @@ def dag_block():
 
 def render(text):
     for name, block in (("figures", figures_block()), ("dag", dag_block()), ("benchmarks", benchmarks_block()),
-                        ("verdicts", verdicts_block()), ("trends", trends_block())):
+                        ("verdicts", verdicts_block()), ("steps", steps_block()), ("trends", trends_block())):
         text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
                       lambda m: m.group(1) + block + "\n" + m.group(2), text, flags=re.S)
     return text

@@ -4,6 +4,11 @@
         write analysis/registration.json (the date, the sha256 of params.yaml, the registry and the
         judging code, and every claim as registered) and make the analyze stage depend on it;
         commit both before the first stage of the run.
+    python -m tools.register --rules-changed "what changed" --why "why"
+        after the registration, a change of judging code that moves verdicts: append an amendment
+        that freezes each claim's verdict under the code it replaces (read from the committed
+        reports/claims.json, which must be the one that code judged), so that the analysis shows
+        every moved verdict post hoc beside the frozen one.
     python -m tools.register --code-moved "what moved" --why "why"
         judge the committed results with the code as it is now; only when that gives a reports/
         claims.json byte-identical to the committed one, append a code amendment (the new hashes)
@@ -12,6 +17,7 @@
 """
 import argparse
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -19,7 +25,8 @@ from replication.io import json_text, write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
 from replication.judge.registration import (CODE_AMENDMENTS, RECORD, RegistrationError, add_to_analysis_deps,
-                                            amend_code, load, load_code_amendments, register)
+                                            amend_code, amend_rules, frozen_verdicts, load, load_code_amendments,
+                                            register)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
 
@@ -40,12 +47,35 @@ def code_moved(what, why):
     return amendments[-1]
 
 
+def rules_changed(what, why):
+    record = load()
+    if record is None:
+        raise RegistrationError(f"{RECORD}: no registration to amend; run `python -m tools.register` first")
+    amendments = load_code_amendments()
+    committed = CLAIMS.read_text()
+    digest = hashlib.sha256(committed.encode()).hexdigest()
+    if amendments and amendments[-1]["claims_json_sha256"] != digest and not amendments[-1].get("frozen_verdicts"):
+        raise RegistrationError(f"{CLAIMS}: not the claims.json the registered code judged (its sha256 differs from "
+                                f"the last amendment's); restore it with `git checkout {CLAIMS}`")
+    _, frozen = frozen_verdicts(amendments)
+    frozen = frozen or {c["id"]: c["verdict"] for c in json.loads(committed)}
+    amendments.append(amend_rules(record, what, why, frozen, digest))
+    write_json(CODE_AMENDMENTS, amendments)
+    return amendments[-1]
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m tools.register")
     parser.add_argument("--code-moved", metavar="WHAT")
+    parser.add_argument("--rules-changed", metavar="WHAT")
     parser.add_argument("--why", default="")
     args = parser.parse_args(argv)
     try:
+        if args.rules_changed:
+            amendment = rules_changed(args.rules_changed, args.why)
+            print(f"wrote {CODE_AMENDMENTS}: rules amended on {amendment['date']} after the registration; the "
+                  f"frozen verdicts of {len(amendment['frozen_verdicts'])} claims kept beside the new ones")
+            return 0
         if args.code_moved:
             amendment = code_moved(args.code_moved, args.why)
             print(f"wrote {CODE_AMENDMENTS}: {len(amendment['sha256'])} judged files amended on {amendment['date']}, "

@@ -4,8 +4,9 @@ Trained (rules.control_error_removed = r): the untrained control is the same enc
 probed after BatchNorm's statistics were re-estimated on training images (the evaluation record's
 `control`, with `bn: calibrated`; its `control_uncalibrated` is kept beside it). Per seed,
 the arm's gain removes a share of its control's error, g = (acc - acc0) / (1 - acc0), with acc the
-linear probe on the embedding the claim measures (h or z; h for figures of no embedding, such as
-a loss). The arm has trained when the lower 95% bound of the mean of g exceeds r. Relative to
+quantity the claim reads where it is a probe's accuracy (the rotation probe on h for a rotation
+claim, kNN for a kNN claim), else the linear probe on the embedding it measures (h or z; h for
+figures of no embedding, such as a loss). The arm has trained when the lower 95% bound of the mean of g exceeds r. Relative to
 headroom, so a control that already scores 96% can still be judged.
 
 Converged (rules.convergence_fraction = c): over the last doubling of steps before the judged rung
@@ -25,10 +26,19 @@ def embedding_of(key):
     return "z" if ".z." in f".{key or ''}." else "h"
 
 
-def _control_value(record, embedding):
-    """(calibrated, uncalibrated) linear probe of a run's untrained control on one embedding: a
-    record evaluated with BatchNorm calibrated holds both, one without only the uncalibrated."""
-    linear = lambda metrics: (metrics or {}).get(embedding, {}).get("linear")
+PROBES = ("linear", "knn", "knn_centred", "wknn", "rotation", "rotation_mlp", "colour")   # accuracies at every rung
+
+
+def probe_of(key):
+    """The accuracy a gate reads for a key: the key's own probe where it is one, else 'linear'."""
+    last = (key or "").rsplit(".", 1)[-1]
+    return last if last in PROBES else "linear"
+
+
+def _control_value(record, embedding, probe):
+    """(calibrated, uncalibrated) accuracy of a run's untrained control on one embedding and probe:
+    a record evaluated with BatchNorm calibrated holds both, one without only the uncalibrated."""
+    linear = lambda metrics: (metrics or {}).get(embedding, {}).get(probe)
     if record.get("bn") == "calibrated":
         return linear(record.get("control")), linear(record.get("control_uncalibrated"))
     return None, linear(record.get("control"))
@@ -56,16 +66,16 @@ def _reached(record, step):
 def control_gain(condition, key, step, rules, root="."):
     """An arm's gate on the embedding `key` reads, at `step` (None: the budget, `eval`): per-seed
     share of the control's error removed, its summary, and `trained`. None with under two runs."""
-    embedding = embedding_of(key)
+    embedding, probe = embedding_of(key), probe_of(key)
     if step is None:
         step = step_of(key)
-    cache_key = (condition, embedding, step, str(root), rules["control_error_removed"])
+    cache_key = (condition, embedding, probe, step, str(root), rules["control_error_removed"])
     if cache_key not in _CACHE:
-        _CACHE[cache_key] = _control_gain(condition, embedding, step, rules, root)
+        _CACHE[cache_key] = _control_gain(condition, embedding, probe, step, rules, root)
     return _CACHE[cache_key]
 
 
-def _control_gain(condition, embedding, step, rules, root):
+def _control_gain(condition, embedding, probe, step, rules, root):
     paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root), key=seed_order)
     shares, gains, calibrated, uncalibrated = {}, {}, [], []
     for path in paths:
@@ -73,9 +83,11 @@ def _control_gain(condition, embedding, step, rules, root):
         reached = _reached(record, step)
         if not reached or (step is None and record["status"] != "ok"):
             continue
-        cal, uncal = _control_value(record, embedding)
+        cal, uncal = _control_value(record, embedding, probe)
         acc0 = cal if cal is not None else uncal
-        acc = reached[embedding]["linear"]
+        acc = reached[embedding].get(probe)
+        if acc is None or acc0 is None:
+            return None if probe == "linear" else _control_gain(condition, embedding, "linear", step, rules, root)
         gains[record["seed"]] = acc - acc0
         shares[record["seed"]] = (acc - acc0) / max(1 - acc0, 1e-9)
         calibrated.append(cal)
@@ -83,7 +95,7 @@ def _control_gain(condition, embedding, step, rules, root):
     if len(shares) < 2:
         return None
     summary = stats.summarize(list(shares.values()), verdicts.level(rules))
-    return {"metric": f"linear probe on {embedding}", "step": step, "seeds": list(shares),
+    return {"metric": f"{probe.replace('_', ' ')} probe on {embedding}", "step": step, "seeds": list(shares),
             "error_removed": summary, "gain": stats.summarize(list(gains.values()), verdicts.level(rules)),
             "control_calibrated": None if None in calibrated else sum(calibrated) / len(calibrated),
             "control_uncalibrated": None if None in uncalibrated else sum(uncalibrated) / len(uncalibrated),

@@ -3,6 +3,7 @@ convergence check, the robustness panel (robustness.py), the labels, the Benjami
 (verdicts.py) and the headline counts. No claim's verdict depends on any other claim.
 """
 import glob
+from collections import Counter
 
 from . import gates, registration, robustness, verdicts
 from .kinds import judge_one
@@ -60,7 +61,8 @@ def _judge_claim(claim, root, rules, documents):
         out = judge_one(claim, root, rules, documents)
         if claim["kind"] == "paired":
             out["primary"] = {"probe": _probe(claim), "rung": _budget(claim, root), "basis": claim["basis"]}
-            out["_alternatives"] = _probe_alternatives(claim, None, root, rules, out["verdict"])
+            out["_alternatives"] = (_probe_alternatives(claim, None, root, rules, out["verdict"]) +
+                                    _baseline_alternative(out))
             out["convergence"] = {"converged": None, "reason": "one trained rung: convergence not measured"}
         return out
     pairs = matched_rungs(claim, claim["basis"], root)
@@ -69,8 +71,9 @@ def _judge_claim(claim, root, rules, documents):
     out["primary"] = {"probe": _probe(claim), "rung": _pair_label(top), "basis": claim["basis"]}
     out["ladder"] = [_rung_summary(pair, o) for pair, o in zip(pairs, judged)]
     out["_alternatives"] = (_probe_alternatives(claim, top, root, rules, out["verdict"]) +
-                            _rung_alternative(pairs, judged) + _basis_alternatives(claim, root, rules))
-    out["convergence"] = _convergence(claim, top, root, rules)
+                            _rung_alternative(pairs, judged) + _basis_alternatives(claim, root, rules) +
+                            _baseline_alternative(out))
+    out["convergence"] = _convergence(claim, pairs, judged, root, rules)
     out["untrained"] = _untrained_levels(claim, root)
     _trend(claim, out, rules)
     return out
@@ -152,6 +155,15 @@ def _probe_alternatives(claim, pair, root, rules, verdict):
     return found
 
 
+def _baseline_alternative(out):
+    """The main contrast's gain over step 0, where its sides differ before training."""
+    gain = (((out.get("contrasts") or [{}])[0].get("baseline")) or {}).get("gain")
+    if not gain:
+        return []
+    return [{"dimension": "baseline", "choice": "gain over step 0", "verdict": gain["verdict"],
+             "diff_mean": gain["diff_mean"], "diff_ci95": gain["diff_ci95"]}]
+
+
 def _reads_budget(spec):
     """Whether every figure a spec reads is at its runs' budget checkpoint (`eval.`)."""
     if parts(spec):
@@ -197,16 +209,27 @@ def _two_plain_arms(claim):
         len(conditions_of(spec)) == 1 for spec in claim["arms"].values())
 
 
-def _convergence(claim, top, root, rules):
-    """Each arm's move over the last doubling before its step in the primary pair (gates.convergence)."""
+def _convergence(claim, pairs, judged, root, rules):
+    """Whether the claim's effect has settled: each contrast's per-seed change over the last doubling
+    of steps before the primary pair, with its interval, against the registered threshold
+    (verdicts.converged); each arm's own move beside it, described."""
+    top = pairs[-1]
     arms = {}
     for name, spec in claim["arms"].items():
         rungs = sorted(set.intersection(*(set(gates.rungs_of(c, root)) for c in conditions_of(spec))))
         arms[name] = gates.convergence(lambda s, spec=spec: at_step(spec, s), rungs, top[name], claim["margin"],
                                        rules, root)
-    known = [a["converged"] for a in arms.values() if a["converged"] is not None]
-    return {"threshold": rules["convergence_fraction"] * claim["margin"], "arms": arms,
-            "converged": all(known) if known else None}
+    threshold = rules["convergence_fraction"] * claim["margin"]
+    a_steps = [p[claim["a"]] for p in pairs]
+    start = gates.previous_rung(a_steps, a_steps[-1])
+    contrasts = []
+    for k, after in enumerate(judged[-1].get("contrasts") or []):
+        before = judged[a_steps.index(start)]["contrasts"][k] if start is not None else None
+        contrasts.append(verdicts.convergence(before, after, threshold, rules,
+                                              start and pairs[a_steps.index(start)][claim["a"]], a_steps[-1]))
+    known = [c["converged"] for c in contrasts]
+    return {"threshold": threshold, "contrasts": contrasts, "arms": arms,
+            "converged": False if False in known else True if known and all(known) else None}
 
 
 def _both_trained(rung, c):
@@ -241,14 +264,15 @@ def _trend(claim, out, rules):
 
 def _scale_artefact(c, convergence):
     """Why a contradicted top-rung contrast may be a scale artefact, or None when it is trustworthy:
-    both arms converged (gates.convergence) and the trend does not grow toward the claim."""
+    its effect has settled (verdicts.convergence) and the trend does not grow toward the claim."""
     reasons = []
-    for arm in (c["a"], c["b"]):
-        conv = ((convergence or {}).get("arms") or {}).get(arm) or {}
-        if conv.get("converged") is False:
-            reasons.append(f"{arm} still moved by {conv['move']:+.3g} from step {conv['from_step']} to {conv['to_step']}")
-        elif conv.get("converged") is None:
-            reasons.append(f"{arm}: convergence not measured")
+    mine = [k for k in (convergence or {}).get("contrasts") or [] if k.get("b") == c["b"]]
+    conv = mine[0] if mine else {}
+    if conv.get("converged") is False:
+        reasons.append(f"the effect still moved by {conv['change']:+.3g} from step {conv['from_step']} to "
+                       f"{conv['to_step']}")
+    elif conv.get("converged") is None:
+        reasons.append(f"its convergence is not shown ({conv.get('reason', 'not measured')})")
     if (c.get("trend") or {}).get("label") == "grows toward the claim":
         reasons.append("the effect grows toward the claim with training")
     return "; ".join(reasons) or None
@@ -291,11 +315,13 @@ def _finish(claim, out, rules, registered_on):
     if contrasts:
         for c in contrasts:
             c["unstable"] = verdicts.unstable(c, rules)
-            why = c.get("reason") or verdicts.reason(c)
+            why = c.get("reason") or verdicts.reason(c, claim.get("effect_scale", 1.0), claim.get("effect_unit", ""))
             if why:
                 out["_notes"].append(f"{c['a']} vs {c['b']}: {why}.")
-        out["contrast"] = contrasts[0] if len(contrasts) == 1 else min(
-            contrasts, key=lambda c: -1 if c.get("diff_mean") is None else c["diff_mean"])
+        deciding = [c for c in contrasts if c["verdict"] == out["verdict"]] or contrasts
+        out["contrast"] = min(deciding, key=lambda c: -1 if c.get("diff_mean") is None else c["diff_mean"])
+        # the contrast that decided the verdict (the weakest of those that give it): shown, with its reason
+        out["magnitude"] = out["contrast"].get("magnitude")
         out["unstable"] = any(c["unstable"] for c in contrasts)
         if len(contrasts) == 1:
             del out["contrasts"]
@@ -341,15 +367,30 @@ def judge_registry(conditions, registry="analysis/claims.yaml", check_code=True)
     registered = load_registry(registry, conditions["conditions"])
     rules, claims = registered.rules, registered.claims
     record = registration.load()
+    amendments = registration.load_code_amendments() if record else []
     if record and check_code:
-        registration.check_code(record, registration.load_code_amendments())
+        registration.check_code(record, amendments)
     frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
     check_inputs(conditions)
     judged = judge_all(claims, rules=rules, registered_on=record and record["date"], documents=registered.documents)
     for out in judged:
         if out["id"] in frozen:
             out["frozen_verdict"] = judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]
+    _post_hoc_rules(judged, *registration.frozen_verdicts(amendments))
     return judged, record
+
+
+def _post_hoc_rules(judged, amendment, frozen):
+    """Verdicts a rule change after the registration moved: each shown post hoc beside the verdict
+    the frozen code gave (`frozen_verdict`), with the change that moved it (`rules_amended`)."""
+    for out in judged:
+        before = frozen.get(out["id"])
+        if before is None or before == out["verdict"]:
+            continue
+        out.setdefault("frozen_verdict", before)
+        out["rules_amended"] = {"date": amendment["date"], "what": amendment["what"]}
+        if "post hoc" not in out["labels"]:
+            out["labels"].append("post hoc")
 
 
 def judge(claim, root=".", rules=None):
@@ -372,8 +413,10 @@ def summary(judged):
         counts = {}
         for c in judged_here:
             counts[_key(c["verdict"])] = counts.get(_key(c["verdict"]), 0) + 1
+        sizes = Counter(c["magnitude"] for c in judged_here if c.get("magnitude"))
         out[origin] = {"claims": len(mine), "judged": len(judged_here), "verdicts": dict(sorted(counts.items())),
-                       "not_tested": sum(c["verdict"] == "not tested" for c in mine)}
+                       "not_tested": sum(c["verdict"] == "not tested" for c in mine),
+                       "published_effect": {place: sizes.get(place, 0) for place in verdicts.MAGNITUDES}}
     labels = [label for c in judged for label in c.get("labels", [])]
     out["labels"] = {_key(name): labels.count(name) for name in
                      ("robust", "calibrated", "post hoc", "realisation", "not converged", "unstable")}

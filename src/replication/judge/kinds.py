@@ -25,13 +25,13 @@ after results were seen: every amendment while no registration exists, else one 
 not converged, unstable.
 """
 import math
+import re
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from . import gates, stats, verdicts
-from .measure import (best_of, conditions_of, dig, failed_runs, flatten, key_of, measure, measure_by_seed, parts,
-                      patterns, realisations, runs)
+from .measure import (InputError, best_of, conditions_of, dig, failed_runs, flatten, key_of, measure,
+                      measure_by_seed, parts, patterns, realisations, runs, selection_seeds)
 
 ACCURACY_METRICS = ("linear", "knn", "wknn", "rotation", "rotation_mlp", "contrastive_top1")
 
@@ -110,11 +110,13 @@ def _judge_single_run(claim, out, notes, root, rules):
     if len(values) < 2:
         notes.append("Fewer than two realisations: no spread to judge a single run against.")
         return "inconclusive"
-    arm["prediction95"] = stats.prediction_interval(values, verdicts.level(rules))
+    log = "ratio" in claim["realisations"] and min(values) > 0       # a ratio varies by factors, not by steps
+    arm["prediction95"] = verdicts.prediction_interval(values, rules, log)
     lo, hi = arm["prediction95"]
     notes.append(f"One more run of ours would fall in [{lo:.4g}, {hi:.4g}] (95% prediction interval over "
-                 f"{len(values)} realisations); the printed figure is one run.")
-    return verdicts.single_run_verdict(claim["published"], values, rules, claim["tolerance"])
+                 f"{len(values)} realisations{', on the log scale: a ratio' if log else ''}); the printed figure "
+                 "is one run.")
+    return verdicts.single_run_verdict(claim["published"], values, rules, claim["tolerance"], log)
 
 
 # ---------------------------------------------------------------- failure
@@ -159,6 +161,7 @@ def _judge_failure(claim, out, notes, root, rules):
                      f"{100 * gate['error_removed']['mean']:.0f}% of its control's error).")
     if failures and len(failures) == len(records):
         notes.append(f"{len(failures)} of {len(records)} runs diverged or collapsed before step {step}.")
+        out["decided_by"] = f"all {len(records)} runs diverged or collapsed before step {step}"
         return "reproduced"
     condition = conditions_of(claim["runs"])[0]
     gate = gates.control_gain(condition, "h", step if top else None, rules, root)
@@ -175,11 +178,21 @@ def _judge_failure(claim, out, notes, root, rules):
                      f"[{lo:.0f}, {hi:.0f}]" + (" (on h; the verdict reads the embedding, below)."
                                                  if claim.get("collapse") else "."))
     if claim.get("collapse"):
-        return _judge_collapse(claim["collapse"], out, notes, root, near_floor, rules)
+        verdict = _judge_collapse(claim["collapse"], out, notes, root, near_floor, rules)
+        out["decided_by"] = "; ".join(n.rstrip(".") for n in notes if "(a collapsed embedding)" in n)
+        return verdict
     if gate is None:
+        out["decided_by"] = "fewer than two finished runs to compare with their untrained controls"
         return "inconclusive"
+    lo, hi = (100 * v for v in gate["error_removed"]["ci95"])
+    trained = (f"it removed {100 * gate['error_removed']['mean']:.0f}% [{lo:.0f}, {hi:.0f}] of its control's "
+               f"error by step {step}")
+    loss = f"loss {np.mean(losses):.2f}" + (f" against a chance level of {floor:.2f}" if floor else "")
     if gate["trained"]:
+        out["decided_by"] = f"{len(reached)} of {len(records)} runs finished and trained: {trained}"
         return "contradicted"
+    out["decided_by"] = (f"it did not train ({trained}), {loss}" + ("" if near_floor else
+                         f", below {rules['failure_loss_fraction']:g} of chance: it learnt something"))
     return "reproduced" if near_floor else "inconclusive"
 
 
@@ -242,6 +255,7 @@ def _paired_arms(claim, out, notes, root, rules):
                                    "key": key_of(spec)}
         if "best_of" in spec:
             arm["chosen"] = patterns(spec["best_of"][best_of(spec, root)[0]])[0]
+            arm["chosen_on_seeds"] = selection_seeds([measure_by_seed(s, root) for s in spec["best_of"]])
         step = claim.get("_arm_steps", {}).get(name, claim.get("_step"))
         controls = {c: gates.control_gain(c, key, step, rules, root) for c, key in _gated_runs(spec, root)}
         if any(controls.values()):
@@ -276,7 +290,8 @@ def _contrast(claim, a, b, by_seed, untrained, rules):
     if isinstance(effect, list):
         effect = effect[claim["b"].index(b)]
     c["published_effect_value"] = effect
-    return verdicts.decide_contrast(c, [untrained[n] for n in (a, b) if n in untrained], rules)
+    return verdicts.decide_contrast(c, [untrained[n] for n in (a, b) if n in untrained], rules,
+                                    claim.get("effect_scale", 1.0), claim.get("effect_unit", ""))
 
 
 def _logit(p):
@@ -300,49 +315,94 @@ def _logit_effect(claim, a, b, by_seed, rules):
 def _judge_paired(claim, out, notes, root, rules):
     """Arm a against each arm in b, seed by seed; every contrast must hold (intersection-union)."""
     a, bs, by_seed, untrained = _paired_arms(claim, out, notes, root, rules)
+    out["reference_arms"] = claim.get("reference") or bs
+    out["outcome_arms"] = [n for n in [a, *bs] if n not in out["reference_arms"]]
     out["contrasts"] = [_contrast(claim, a, b, by_seed, untrained, rules) for b in bs]
+    untrained_by_seed = {n: _at_step_zero(claim["arms"][n], root) for n in [a, *bs]}
     for c in out["contrasts"]:
         c["logit"] = _logit_effect(claim, a, c["b"], by_seed, rules)
+        c["baseline"] = _baseline(claim, c, untrained_by_seed, by_seed, rules)
     return verdicts.combine([c["verdict"] for c in out["contrasts"]])
+
+
+def _at_step_zero(spec, root):
+    """{seed: value} of an arm's figure on its untrained encoder (step 0, or the control record for
+    a figure read at the budget); None where the figure has no untrained reading."""
+    key = spec.get("key") or ""
+    if parts(spec) or not spec.get("files") or not key.startswith(("at.", "eval.")):
+        return None
+    zero = {**spec, "key": "control." + key.split(".", 1)[1] if key.startswith("eval.") else
+            re.sub(r"^at\.[^.]+\.", "at.0.", key)}
+    try:
+        return measure_by_seed(zero, root)
+    except InputError:
+        return None
+
+
+def _baseline(claim, c, untrained, by_seed, rules):
+    """The contrast before training (step 0) and, where the two sides already differ there beyond
+    the margin (h against z, heads of other widths), the contrast of their gains over it."""
+    a0, b0 = untrained[c["a"]], untrained[c["b"]]
+    if not a0 or not b0 or not c.get("diffs"):
+        return None
+    sign = -1 if claim["direction"] == "less" else 1
+    seeds = [s for s in c["seeds"] if s in a0 and s in b0]
+    if len(seeds) < 2:
+        return None
+    at_zero = [sign * (a0[s] - b0[s]) for s in seeds]
+    differs = verdicts.beyond_margin(at_zero, c["margin"], rules)
+    out = {"step": 0, "diff_mean": float(np.mean(at_zero)),
+           "diff_ci95": stats.t_interval(at_zero, verdicts.level(rules)), "differs": differs}
+    if differs:
+        trained = dict(zip(c["seeds"], c["diffs"]))
+        gains = [trained[s] - z for s, z in zip(seeds, at_zero)]
+        out["gain"] = {"diffs": gains, "diff_mean": float(np.mean(gains)),
+                       "diff_ci95": stats.t_interval(gains, verdicts.level(rules)),
+                       "verdict": verdicts.contrast_verdict(gains, c["margin"], claim["direction"], rules["alpha"])}
+    return out
 
 
 def _judge_correlation(claim, out, notes, root, rules):
-    """Spearman's rho of x and y over every run a pattern selects, with a Fisher-z 95% interval;
-    direction 'less' claims a negative correlation. Decided against the margin on that interval.
-    Two x figures claim they predict y jointly: each one's partial rank correlation with y given the
-    other, both required (intersection-union)."""
+    """Spearman's rho of x and y over every run a pattern selects; direction 'less' claims a negative
+    correlation. Runs of one condition (its seeds) are not independent of each other, so the
+    interval comes from a bootstrap over conditions (stats.cluster_bootstrap: conditions drawn with
+    replacement, each with all its runs), and the claim is decided against the margin on that
+    interval. Two x figures claim they predict y jointly: each one's partial rank correlation with
+    y given the other, both required (intersection-union)."""
     records = [r for r in runs(claim["runs"], root) if r.get("status", "ok") == "ok" and r.get("eval")]
     xs = claim["x"] if isinstance(claim["x"], list) else [claim["x"]]
-    columns = {key: [dig(r, key) for r in records] for key in [*xs, claim["y"]]}
-    out["arms"] = {key: {"values": v, "n": len(v), "key": key} for key, v in columns.items()}
+    columns = {key: np.array([dig(r, key) for r in records], dtype=float) for key in [*xs, claim["y"]]}
+    out["arms"] = {key: {"values": v.tolist(), "n": len(v), "key": key} for key, v in columns.items()}
+    groups = [r.get("condition", i) for i, r in enumerate(records)]      # a record without one is its own group
     out["contrasts"] = []
     for i, key in enumerate(xs):
         given = xs[1 - i] if len(xs) == 2 else None
-        rho = stats.rank_correlation(columns[key], columns[claim["y"]], columns.get(given))
-        c = _correlation_contrast(claim, key, rho, len(records), rules, given)
+        rho_of = lambda weights, key=key, given=given: stats.rank_correlation(
+            columns[key], columns[claim["y"]], columns.get(given), weights)
+        c = _correlation_contrast(claim, key, rho_of, groups, rules, given)
         out["contrasts"].append(c)
         partial = f" given {given}" if given else ""
-        notes.append(f"Spearman rho of {key}{partial} {rho:+.3f} over {len(records)} runs; in the claimed "
-                     f"direction {c['diff_mean']:+.3f} [{c['diff_ci95'][0]:+.3f}, {c['diff_ci95'][1]:+.3f}].")
+        notes.append(f"Spearman rho of {key}{partial} {c['rho']:+.3f} over {len(records)} runs of "
+                     f"{c['n_conditions']} conditions; in the claimed direction {c['diff_mean']:+.3f} "
+                     f"[{c['diff_ci95'][0]:+.3f}, {c['diff_ci95'][1]:+.3f}] (bootstrap over conditions).")
     return verdicts.combine([c["verdict"] for c in out["contrasts"]])
 
 
-def _correlation_contrast(claim, key, rho, n, rules, given=None):
-    """A rank correlation decided against the margin on its Fisher-z 95% interval (Fieller et al.'s
-    standard error, with one degree of freedom less for a partial correlation)."""
-    se = math.sqrt(1.06 / (n - 3 - (given is not None)))
+def _correlation_contrast(claim, key, rho_of, groups, rules, given=None):
+    """A rank correlation decided against the margin on the interval of a bootstrap over conditions
+    (percentiles at the registered level), with one-sided bootstrap p-values for the screen."""
     sign = -1 if claim["direction"] == "less" else 1
-    z = math.atanh(min(max(sign * rho, -1 + 1e-12), 1 - 1e-12))   # a perfect rank order has an infinite z
-    z_q = verdicts.normal_quantile(rules)
-    lo, hi = math.tanh(z - z_q * se), math.tanh(z + z_q * se)
-    zm = math.atanh(min(claim["margin"], 1 - 1e-12))
-    norm = scipy_stats.norm
-    c = {"a": claim["y"], "b": key, "given": given, "direction": claim["direction"], "margin": claim["margin"],
-         "seeds": [], "rho": float(rho), "n_runs": n, "diffs": [], "diff_mean": float(sign * rho),
-         "diff_ci95": [lo, hi], "se": se, "p": float(2 * norm.sf(abs(math.atanh(min(abs(rho), 1 - 1e-12))) / se)),
-         "p_reproduced": float(norm.sf((z - zm) / se)), "p_contradicted": float(norm.cdf((z + zm) / se)),
-         "p_equivalent": float(max(norm.sf((z + zm) / se), norm.cdf((z - zm) / se)))}
-    c["verdict"] = verdicts.decide_interval(lo, hi, claim["margin"])
+    rho = rho_of(None)
+    draws = sign * stats.cluster_bootstrap(rho_of, groups)
+    lo, hi = (float(v) for v in np.quantile(draws, [rules["alpha"], 1 - rules["alpha"]]))
+    m = claim["margin"]
+    c = {"a": claim["y"], "b": key, "given": given, "direction": claim["direction"], "margin": m,
+         "seeds": [], "rho": float(rho), "n_runs": len(groups), "n_conditions": len(set(groups)),
+         "resampling_unit": "condition", "bootstrap_draws": len(draws), "diffs": [], "diff_mean": float(sign * rho),
+         "diff_ci95": [lo, hi], "p_reproduced": float(np.mean(draws <= m)),
+         "p_contradicted": float(np.mean(draws >= -m)),
+         "p_equivalent": float(max(np.mean(draws <= -m), np.mean(draws >= m)))}
+    c["verdict"] = verdicts.decide_interval(lo, hi, m)
     return c
 
 

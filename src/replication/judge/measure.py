@@ -128,12 +128,21 @@ def parts(spec):
     return spec.get("minus") or spec.get("spread") or spec.get("best_of") or []
 
 
+def selection_seeds(found):
+    """The seeds a best_of chooses on: the first half of the seeds every candidate has; the others
+    judge the chosen candidate, so that no seed both picks a winner and tests it."""
+    common = sorted(set.intersection(*(set(p) for p in found))) if found else []
+    return common[:len(common) // 2]
+
+
 def best_of(spec, root):
-    """(index, {seed: value}) of the part of a best_of spec with the highest mean."""
+    """(index, {seed: value}) of the part of a best_of spec with the highest mean on the selection
+    seeds, its values on the remaining seeds."""
     found = [measure_by_seed(s, root) for s in spec["best_of"]]
-    means = [np.mean(list(p.values())) if p else -math.inf for p in found]
+    chosen_on = selection_seeds(found)
+    means = [np.mean([p[s] for s in chosen_on]) if chosen_on else -math.inf for p in found]
     best = int(np.argmax(means))
-    return best, found[best]
+    return best, {s: v for s, v in found[best].items() if s not in chosen_on}
 
 
 def measure_by_seed(spec, root="."):

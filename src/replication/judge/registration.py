@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError
 
 from ..io import sha256, write_json
 from ..schema import Strict, one_line
-from .registry import Date
+from .registry import Date, Verdict
 
 RECORD = Path("analysis/registration.json")
 REGISTRY = Path("analysis/claims.yaml")
@@ -89,6 +89,7 @@ class CodeAmendment(Strict):
     verdicts_identical: bool
     claims_json_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     sha256: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]]
+    frozen_verdicts: dict[str, Verdict] | None = None     # a rule change: each claim's verdict under the frozen code
 
 
 def _read(path, model, many=False):
@@ -156,6 +157,20 @@ def amend_code(record, what, why, claims_sha256, root=".", date=None):
     return {"date": date or datetime.date.today().isoformat(), "registration": record["date"], "what": what,
             "why": why, "verdicts_identical": True, "claims_json_sha256": claims_sha256,
             "sha256": {path: sha256(Path(root, path)) for path in judged_code(root)}}
+
+
+def amend_rules(record, what, why, frozen_verdicts, claims_sha256, root=".", date=None):
+    """A rule change after the registration: the judged code as it is now, and each claim's verdict
+    under the frozen code (from the committed reports/claims.json it wrote, claims_sha256), so that
+    every verdict the change moves is shown post hoc beside the frozen one."""
+    return {**amend_code(record, what, why, claims_sha256, root, date), "verdicts_identical": False,
+            "frozen_verdicts": frozen_verdicts}
+
+
+def frozen_verdicts(amendments):
+    """(amendment, {claim id: verdict under the frozen code}) of the first rule change, or (None, {})."""
+    first = next((a for a in amendments if a.get("frozen_verdicts")), None)
+    return first, (first or {}).get("frozen_verdicts") or {}
 
 
 def check(record, rules, claims, root=".", amendments=()):

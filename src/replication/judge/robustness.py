@@ -9,12 +9,14 @@ re-run with one choice changed at a time (rules.robustness):
     basis         each other registered basis (equal steps = equal updates, equal images seen, equal
                   encoder passes) where the arms spend differently per step and the rungs allow a
                   pairing (a at rung r_a, b at r_b with r_a x cost_a = r_b x cost_b)
+    baseline      where the two sides already differ before training (step 0) beyond the margin, the
+                  contrast of their gains over step 0
     multiplicity  Benjamini-Hochberg: a decided verdict stands only with its q-value below alpha
 A claim is `robust` when every alternative gives the primary verdict, else `depends on: <the
 choices that change it>`.
 """
 
-DIMENSIONS = ("probe", "rung", "basis", "multiplicity")
+DIMENSIONS = ("probe", "rung", "basis", "baseline", "multiplicity")
 PROBES = ("linear", "knn", "knn_centred", "wknn", "linear_full")
 BUDGET_ONLY = ("linear_full",)          # evaluated at a run's budget checkpoint only (not at ladder rungs)
 

@@ -64,11 +64,45 @@ def trend_slopes(steps, effects):
     return [float(np.polyfit(x, [e[s] for e in effects], 1)[0]) for s in seeds], seeds
 
 
-def rank_correlation(x, y, given=None):
-    """Spearman's rho of x and y; with `given`, the partial rank correlation of x and y given it:
-    (r_xy - r_xg r_yg) / sqrt((1 - r_xg^2)(1 - r_yg^2)) over the Spearman correlations."""
-    rho = lambda u, v: float(stats.spearmanr(u, v)[0])
+def cluster_bootstrap(statistic, groups, draws=2000, seed=0):
+    """The statistic over `draws` resamples that draw whole groups with replacement (each group's
+    members together), from a fixed seed. statistic(weights) -> number, where weights[i] is how
+    often member i was drawn."""
+    labels = np.asarray(groups)
+    members = [np.flatnonzero(labels == g) for g in dict.fromkeys(groups)]
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(draws):
+        drawn = np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
+        out.append(statistic(np.bincount(drawn, minlength=len(labels))))
+    return np.array(out)
+
+
+def _midranks(x, w):
+    """Mid-ranks of x when item i occurs w[i] times (ties share the mean of their ranks)."""
+    order = np.argsort(x, kind="stable")
+    values, start = np.unique(x[order], return_index=True)
+    weight = np.add.reduceat(w[order], start)
+    rank = np.cumsum(weight) - weight + (weight + 1) / 2
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat(rank, np.diff(np.append(start, len(x))))
+    return ranks
+
+
+def _weighted_pearson(a, b, w):
+    a, b = a - np.average(a, weights=w), b - np.average(b, weights=w)
+    return float(np.sum(w * a * b) / math.sqrt(np.sum(w * a * a) * np.sum(w * b * b)))
+
+
+def rank_correlation(x, y, given=None, weights=None):
+    """Spearman's rho of x and y (Pearson's r of their mid-ranks); with `given`, the partial rank
+    correlation of x and y given it: (r_xy - r_xg r_yg) / sqrt((1 - r_xg^2)(1 - r_yg^2)). weights:
+    how often each item counts (a bootstrap draw)."""
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
+    r = {k: _midranks(np.asarray(v, dtype=float), w) for k, v in (("x", x), ("y", y), ("g", given))
+         if v is not None}
+    rho = lambda u, v: _weighted_pearson(r[u], r[v], w)
     if given is None:
-        return rho(x, y)
-    r_xy, r_xg, r_yg = rho(x, y), rho(x, given), rho(y, given)
+        return rho("x", "y")
+    r_xy, r_xg, r_yg = rho("x", "y"), rho("x", "g"), rho("y", "g")
     return (r_xy - r_xg * r_yg) / math.sqrt((1 - r_xg ** 2) * (1 - r_yg ** 2))

@@ -12,8 +12,12 @@ test at level alpha.
     contradicted          H0: delta >= -m rejected      (upper bound < -m)
     no meaningful effect  both H0: delta <= -m and H0: delta >= m rejected (TOST: interval inside +-m)
     inconclusive          otherwise
-    not testable here     a reference arm did not train, the published effect is no larger than the
-                          margin, or settling it would need more seeds than rules.max_seeds
+    not testable here     a reference arm did not train on the quantity the claim reads, or the
+                          registry says so (`not_testable`, with its reason)
+A bound is an answer: an interval that settles nothing is inconclusive, and says which effects it
+rules out. A published effect no larger than the margin forbids `reproduced` (an effect beyond +m
+cannot reproduce it) and nothing else. Beside each verdict stands the magnitude comparison: whether
+the published effect lies inside our interval, below it or above it.
 A claim with several contrasts holds only if every one does (an intersection-union test, which
 needs no correction within the claim): any contradicted -> contradicted; all reproduced ->
 reproduced; any inconclusive -> inconclusive; else (each reproduced or without effect, at least one
@@ -50,14 +54,54 @@ VERDICT_RULES = [   # (verdict, rule): one source for README and the report
     ("contradicted", "the upper bound lies below -m (one-sided test of delta >= -m at 2.5%), for any contrast"),
     ("no meaningful effect", "the whole interval lies inside (-m, +m) (two one-sided tests, TOST)"),
     ("inconclusive", "otherwise: the interval reaches across a margin"),
-    ("not testable here", "a reference arm did not train, the published effect is no larger than the margin, "
-                          "or settling it would need more seeds than the registry's bound"),
+    ("not testable here", "a declared reference arm did not train on the quantity the claim reads, or the "
+                          "registry states why the design cannot test it; an underpowered interval is inconclusive, "
+                          "with the effects it rules out, and a published effect no larger than the margin forbids "
+                          "reproduced only"),
 ]
+MAGNITUDES = {   # where the published effect lies against our interval: the replication's second criterion
+    "inside": "published effect inside our interval",
+    "below": "published effect below our interval (ours larger)",
+    "above": "published effect above our interval (ours smaller)",
+}
 DOCUMENT_VERDICTS = [
     ("exact match", "a printed number reproduced to half a unit of its last printed digit"),
     ("within bound", "a printed or analytic bound holds (for example a gradient error below 1e-8)"),
     ("mismatch", "a printed number not reproduced to its digit (often float summation order, not a contradiction)"),
     ("not tested", "the study cannot test it; the claim says why"),
+]
+STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's table is generated from this list
+    ("primary analysis", "one per claim, registered: the probe and embedding its key reads, the top rung of a ladder "
+     "claim (else the budget), the compute basis (`basis`: arms that spend differently per step are paired at the "
+     "rungs where they have spent the same encoder passes, images x views; default equal steps)",
+     "judge/judge.py, judge/robustness.py"),
+    ("untrained control", "every run's step-0 checkpoint, probed (as every checkpoint is) with BatchNorm statistics "
+     "re-estimated on training images; the uncalibrated figure is kept beside it", "run/calibration.py, run/evaluate.py"),
+    ("trained", "the arm's gain removes at least `rules.control_error_removed` of its control's error (lower bound of "
+     "the interval), on the claim's own probe where it is one (else the linear probe of the embedding it measures)",
+     "judge/gates.py"),
+    ("gated arms", "only a contrast's declared reference arms (`reference`, default the b arms; an arm the claim "
+     "predicts will fail is its outcome, recorded as such); of a `best_of` arm only the chosen candidate, chosen on "
+     "half the seeds and judged on the others", "judge/kinds.py, judge/measure.py"),
+    ("decision", "the verdict table above, per contrast; a claim holds only if every contrast does "
+     "(intersection-union); an inconclusive interval states the effects it rules out", "judge/verdicts.py"),
+    ("magnitude", "beside every verdict with a published effect: whether that effect lies inside our interval, below "
+     "it or above it", "judge/verdicts.py"),
+    ("baseline", "where the two sides already differ at step 0 beyond the margin (h against z), the contrast of their "
+     "gains over step 0, a registered alternative", "judge/kinds.py"),
+    ("correlations", "Spearman's rho over the runs, its interval from a bootstrap over conditions (a condition's "
+     "seeds are not independent draws)", "judge/kinds.py, judge/stats.py"),
+    ("screen", "Benjamini-Hochberg q-values over the registry's decided claims, shown beside each verdict; they "
+     "decide nothing, so adding a claim never moves another's verdict", "judge/verdicts.py"),
+    ("convergence", "the contrast's per-seed change over the last doubling of steps, with its interval: converged "
+     "inside ±`rules.convergence_fraction` x m, `not converged` beyond it, else unknown", "judge/verdicts.py"),
+    ("robustness", "re-judged under each registered alternative: the other probes, the rung that starts the last "
+     "doubling, the other compute bases where rungs allow, the gain over step 0, Benjamini-Hochberg; `robust` when "
+     "all agree, else `depends on: ...`", "judge/robustness.py"),
+    ("labels", "`calibrated` (the setup was tuned to the figure: never counted as reproduced), `realisation` (judged "
+     "against float realisations of one seed), `post hoc` (a rule changed after the registration moved it: shown "
+     "beside the verdict the frozen rule gives), `not converged`, `unstable` (half a standard error moves the "
+     "verdict, by the claim's own rule)", "judge/judge.py, judge/verdicts.py"),
 ]
 TREND_RULES = [   # (label, rule): checked in this order; registered in analysis/claims.yaml before any ladder run
     ("flips", "the top rung's verdict is reproduced and the first trained rung's contradicted, or the reverse"),
@@ -81,9 +125,8 @@ def level(rules):
 
 
 def normal_quantile(rules):
-    """The normal quantile of a correlation's Fisher-z interval: z at 1 - alpha, rounded to two
-    decimals as the registration of 2026-12-01 froze it."""
-    return 1.96
+    """The standard normal quantile at 1 - alpha (a normal approximation's bound at the level)."""
+    return float(stats.norm.ppf(1 - rules["alpha"]))
 
 
 # ---------------------------------------------------------------- one contrast
@@ -138,25 +181,61 @@ def seeds_needed(diffs, margin, rules):
     return None
 
 
-def decide_contrast(c, untrained, rules):
+def decide_contrast(c, untrained, rules, scale=1.0, unit=""):
     """A paired contrast's verdict (c holds its diffs, margin, p-values and published effect), with
-    its reason where it is not testable: a reference arm that did not train (`untrained`: their
-    reasons), a published effect no larger than the margin, or more seeds needed than the bound."""
+    its reason: not testable when a reference arm did not train (`untrained`: their reasons); a
+    published effect no larger than the margin turns `reproduced` into inconclusive; an
+    inconclusive interval states the effects it rules out and the seeds that would settle it.
+    Every number in a reason is in the claim's unit (scale, unit)."""
     margin, effect = c["margin"], c["published_effect_value"]
+    c["magnitude"] = magnitude(effect, c.get("diff_ci95"))
     if untrained:
         return {**c, "verdict": "not testable here", "reason": "; ".join(untrained)}
-    if effect is not None and abs(effect) <= margin:
-        return {**c, "verdict": "not testable here",
-                "reason": f"the published effect ({effect:+.3g}) is no larger than the margin ({margin:g})"}
     c["verdict"] = decide(c, rules["alpha"])
+    if c["verdict"] == "reproduced" and effect is not None and abs(effect) <= margin:
+        c["verdict"] = "inconclusive"
+        c["reason"] = (f"the published effect ({_in(effect, scale, unit)}) is no larger than the margin "
+                       f"({_in(margin, scale, unit, sign=False)}), so an effect beyond the margin cannot reproduce it")
     if c["verdict"] == "inconclusive":
         c["seeds_needed"] = seeds_needed(c["diffs"], margin, rules)
-        if c["seeds_needed"] is None or c["seeds_needed"] > rules["max_seeds"]:
-            c["verdict"] = "not testable here"
-            c["reason"] = (f"the interval would clear the margin only with more than {rules['max_seeds']} seeds"
-                           if c["seeds_needed"] is None else
-                           f"settling it would need about {c['seeds_needed']} seeds (bound {rules['max_seeds']})")
+        c["reason"] = "; ".join(filter(None, [c.get("reason"), bound(c, rules, scale, unit)]))
     return c
+
+
+def _in(value, scale, unit, sign=True):
+    """A number of the claim's raw scale in its unit: '+3.7 points'."""
+    return f"{value * scale:{'+' if sign else ''}.3g}{unit}"
+
+
+def bound(c, rules, scale=1.0, unit=""):
+    """What an inconclusive interval still says: the effects it rules out, and the seeds that would
+    settle it (or that no number within the registry's bound would)."""
+    lo, hi = c["diff_ci95"]
+    needed = c.get("seeds_needed")
+    power = (f"about {needed} seeds would settle it" if needed and needed <= rules["max_seeds"] else
+             f"more than the registry's {rules['max_seeds']} seeds would be needed to settle it")
+    return (f"the interval rules out effects below {_in(lo, scale, unit)} and above {_in(hi, scale, unit)}; "
+            f"{power}")
+
+
+def magnitude(published, ci):
+    """Where the published effect lies against our interval (MAGNITUDES), or None without both."""
+    if published is None or not ci or None in ci:
+        return None
+    lo, hi = ci
+    return "inside" if lo <= published <= hi else "below" if published < lo else "above"
+
+
+def beyond_margin(diffs, margin, rules):
+    """Whether paired differences lie beyond +-margin, either way (the one-sided tests at alpha)."""
+    return decide(tests(diffs, margin), rules["alpha"]) in ("reproduced", "contradicted")
+
+
+def contrast_verdict(diffs, margin, direction, alpha):
+    """The verdict the claim's own decision rule gives these differences (TOST for a claim of no
+    effect, the one-sided table otherwise)."""
+    p = tests(diffs, margin)
+    return decide(as_equivalence_claim(p) if direction == "equal" else p, alpha)
 
 
 def decide_interval(lo, hi, margin):
@@ -185,37 +264,60 @@ def combine(verdicts):
 
 
 def unstable(c, rules):
-    """Whether the contrast's verdict changes when its effect moves by half a standard error."""
+    """Whether the contrast's verdict, by the claim's own decision rule, changes when its effect
+    moves by half a standard error."""
     if c.get("diff_mean") is None or c["verdict"] == "not testable here" or not c.get("diffs"):
         return False
-    shifted = [decide(tests([d + s * c["se"] / 2 for d in c["diffs"]], c["margin"]), rules["alpha"])
-               for s in (1, -1)]
-    return any(v != c["verdict"] for v in shifted)
+    decided = contrast_verdict(c["diffs"], c["margin"], c.get("direction"), rules["alpha"])
+    shifted = [contrast_verdict([d + s * c["se"] / 2 for d in c["diffs"]], c["margin"], c.get("direction"),
+                                rules["alpha"]) for s in (1, -1)]
+    return any(v != decided for v in shifted)
 
 
-def reason(c):
-    """What the measured interval says, for a verdict other than reproduced."""
+def reason(c, scale=1.0, unit=""):
+    """What the measured interval says, in the claim's unit, for a verdict other than reproduced."""
     if c.get("diff_mean") is None or c["verdict"] == "reproduced":
         return ""
-    lo, hi = c["diff_ci95"]
-    m = c["margin"]
+    lo, hi = (_in(v, scale, unit) for v in c["diff_ci95"])
+    m = _in(c["margin"], scale, unit, sign=False)
     if c["verdict"] == "contradicted" and c.get("direction") == "equal":
-        return f"the claim predicts no effect, but the interval [{lo:.3g}, {hi:.3g}] lies beyond the margin +-{m:g}"
+        return f"the claim predicts no effect, but the interval [{lo}, {hi}] lies beyond the margin ±{m}"
     if c["verdict"] == "contradicted":
-        return f"the effect runs against the claim beyond the margin (interval [{lo:.3g}, {hi:.3g}] below -{m:g})"
+        return f"the effect runs against the claim beyond the margin (interval [{lo}, {hi}] below −{m})"
     if c["verdict"] == "no meaningful effect":
-        return f"the whole interval [{lo:.3g}, {hi:.3g}] lies inside the margin +-{m:g}"
-    needed = c.get("seeds_needed")
-    more = f"; about {needed} seeds would settle it" if needed else ""
-    return f"the interval [{lo:.3g}, {hi:.3g}] reaches across the margin +-{m:g}{more}"
+        return f"the whole interval [{lo}, {hi}] lies inside the margin ±{m}"
+    return f"the interval [{lo}, {hi}] reaches across the margin ±{m}"
 
 
-def interval_reason(verdict, lo, hi, margin, unit=""):
-    """The report's one-line reason for a judged verdict, read off its interval in the claim's unit."""
+def interval_reason(verdict, lo, hi, margin, unit="", direction="greater"):
+    """The report's one-line reason for a judged verdict, read off its interval in the claim's unit
+    (a claim of no effect, direction 'equal', is reproduced inside the margin)."""
     where = {"reproduced": f"lies above +{margin:.3g}{unit}", "contradicted": f"lies below −{margin:.3g}{unit}",
              "no meaningful effect": f"lies inside ±{margin:.3g}{unit}",
              "inconclusive": f"reaches across ±{margin:.3g}{unit}"}
+    if direction == "equal":
+        where.update(reproduced=f"lies inside ±{margin:.3g}{unit}", contradicted=f"lies beyond ±{margin:.3g}{unit}")
     return f"95% interval {lo:+.3g} to {hi:+.3g}{unit} {where[verdict]}"
+
+
+def convergence(before, after, threshold, rules, from_step, to_step):
+    """Whether a contrast has settled: its per-seed change from the rung that starts the last
+    doubling (`before`) to the primary rung (`after`), with its interval at the registered level;
+    converged when the interval lies inside +-threshold, not converged when it lies beyond it,
+    else unknown (None)."""
+    out = {"b": after.get("b"), "from_step": from_step, "to_step": to_step, "threshold": threshold}
+    if before is None:
+        return {**out, "converged": None, "reason": "no trained rung at the start of the last doubling"}
+    start = dict(zip(before.get("seeds") or [], before.get("diffs") or []))
+    change = [d - start[s] for s, d in zip(after.get("seeds") or [], after.get("diffs") or []) if s in start]
+    if len(change) < 2:
+        return {**out, "converged": None, "reason": "fewer than two seeds at both rungs"}
+    lo, hi = numbers.t_interval(change, level(rules))
+    settled = True if -threshold < lo and hi < threshold else False if lo > threshold or hi < -threshold else None
+    return {**out, "change": float(np.mean(change)), "change_ci95": [lo, hi], "seeds": len(change),
+            "converged": settled, **({} if settled is not None else
+                                     {"reason": f"the change's interval [{lo:+.3g}, {hi:+.3g}] reaches across "
+                                                f"±{threshold:.3g}"})}
 
 
 # ---------------------------------------------------------------- printed figures
@@ -230,11 +332,20 @@ def interval_verdict(ci, lo, hi):
     return "inconclusive"
 
 
-def single_run_verdict(published, realisations, rules, tolerance=0.0):
+def prediction_interval(realisations, rules, log=False):
+    """Where one more of our runs would fall, at the registered level; for a ratio (log) the
+    interval of the log-values, taken back to the ratio's scale."""
+    if not log:
+        return numbers.prediction_interval(realisations, level(rules))
+    lo, hi = numbers.prediction_interval(np.log(realisations), level(rules))
+    return [float(np.exp(lo)), float(np.exp(hi))]
+
+
+def single_run_verdict(published, realisations, rules, tolerance=0.0, log=False):
     """A figure printed from one run against where one more of our runs would fall: reproduced when
     it lies inside the prediction interval of our realisations (widened by the printed rounding),
     contradicted when outside."""
-    lo, hi = numbers.prediction_interval(realisations, level(rules))
+    lo, hi = prediction_interval(realisations, rules, log)
     return "reproduced" if lo - tolerance <= published <= hi + tolerance else "contradicted"
 
 

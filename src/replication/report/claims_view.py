@@ -10,7 +10,7 @@ import math
 import re
 from collections import Counter
 
-from ..judge.verdicts import DECIDED, JUDGED, NOT_JUDGED, interval_reason, rank
+from ..judge.verdicts import DECIDED, JUDGED, MAGNITUDES, NOT_JUDGED, interval_reason, rank
 
 KEY_FINDINGS_RULE = (
     "Key findings are chosen by one fixed rule (render_claims.key_findings): claims of the literature (not the "
@@ -145,7 +145,8 @@ def realisations(claim):
         return claim["n_realisations"], claim.get("realisation_kind") or "seeds"
     arms = claim.get("arms") or {}
     if "realisations" in arms:
-        return arms["realisations"].get("n"), "thread-count realisations of one seed"
+        kind = "thread-count realisations of one seed" if claim.get("realisation") else "seeds"
+        return arms["realisations"].get("n"), kind
     seeds = (claim.get("contrast") or {}).get("seeds")
     if seeds:
         return len(seeds), "seeds"
@@ -189,15 +190,22 @@ def note_without_effect(note):
                   note or "").strip()
 
 
+def magnitude_text(claim):
+    """Where the published effect lies against our interval, in words, or None."""
+    return MAGNITUDES.get(claim.get("magnitude"))
+
+
 def reason(claim):
     """One line on why the verdict is what it is."""
     effect = our_effect(claim)
     v = claim["verdict"]
     if effect and effect["lo"] is not None and effect["margin"] and v in JUDGED:
-        args = (effect["lo"], effect["hi"], effect["margin"], effect["unit"])
+        args = (effect["lo"], effect["hi"], effect["margin"], effect["unit"], claim["contrast"].get("direction"))
         if v in DECIDED:
             return interval_reason(v, *args)
-        return first_sentence(claim.get("note")) or interval_reason(v, *args)
+        return claim["contrast"].get("reason") or interval_reason(v, *args)
+    if claim.get("decided_by"):
+        return claim["decided_by"]
     return first_sentence(claim.get("note")) or "–"
 
 

@@ -17,8 +17,13 @@ def cell(text):
 
 
 def ours(claim):
+    """Our effect in the claim's unit; every contrast of a claim that has several, the deciding one first."""
     effect = rc.our_effect(claim)
-    return rc.effect_text(effect) if effect else rc.our_value(claim)
+    if not effect:
+        return rc.our_value(claim)
+    others = [c for c in claim.get("contrasts") or [] if c is not claim.get("contrast") and c != claim.get("contrast")]
+    return "; ".join([rc.effect_text(effect)] + [f"{c['b']}: {rc.effect_text(rc.effect_of(claim, c))}"
+                                                 for c in others if rc.effect_of(claim, c)])
 
 
 def at(claim):
@@ -29,7 +34,8 @@ def row(claim):
     count, kind = rc.realisations(claim)
     step = at(claim)
     was = rc.original_verdict(claim)
-    verdict = f"**{cell(claim['verdict'])}**" + (f" (was {cell(was)})" if was != claim["verdict"] else "")
+    verdict = f"**{cell(claim['verdict'])}**" + (f" (was {cell(was)})" if was != claim["verdict"] else "") + \
+        (f"; {cell(rc.magnitude_text(claim))}" if rc.magnitude_text(claim) else "")
     return (f"| `{cell(claim['id'])}` | {verdict} | {cell(rc.published_text(claim))} | {cell(ours(claim))} | "
             f"{cell(step)} | {cell(f'{count} {kind}' if count else None)} | "
             f"{cell(rc.reason(claim))} | {cell(rc.robustness(claim))} |")

@@ -179,6 +179,7 @@ def index_table(claims):
     for c in claims:
         was = rc.original_verdict(c)
         before = f" <small>(was {esc(was)})</small>" if was != c["verdict"] else ""
+        before += f"<br><small>{esc(rc.magnitude_text(c))}</small>" if rc.magnitude_text(c) else ""
         tags = [rc.robustness(c)] if rc.robustness(c) else []
         tags += [t for t in rc.labels(c) if t not in tags and t != "robust" and not t.startswith("depends on")]
         rows.append(f"<tr><td>{link(c)}</td><td>{badge(c['verdict'])}{before}</td><td>{esc(rc.published_text(c))}</td>"
@@ -355,12 +356,19 @@ def code_amendments(amendments):
     for a in amendments:
         files = "".join(f"<tr><td><code>{esc(path)}</code></td><td><code>{esc(digest)}</code></td></tr>"
                         for path, digest in sorted(a.get("sha256", {}).items()))
-        items.append(f"<li><b>{esc(a.get('date'))}: code moved, verdicts identical.</b> {esc(a.get('what'))} "
-                     f"({esc(a.get('why'))}). The moved code judged the committed results to the same "
-                     f"reports/claims.json (sha256 <code>{esc(a.get('claims_json_sha256'))}</code>), so the "
-                     "registered run keeps its verdicts; from then on the judged files are checked against these "
-                     f"hashes.<details><summary>The {len(a.get('sha256', {}))} judged files as amended</summary>"
-                     f"<table class='registered'><tr><th>file</th><th>sha256</th></tr>{files}</table></details></li>")
+        if a.get("frozen_verdicts"):
+            head = (f"<b>{esc(a.get('date'))}: rules changed after the registration.</b> {esc(a.get('what'))} "
+                    f"({esc(a.get('why'))}). The verdicts the frozen code gave are kept (from reports/claims.json, "
+                    f"sha256 <code>{esc(a.get('claims_json_sha256'))}</code>); every verdict this change moved is "
+                    "labelled post hoc and shown beside the frozen one below.")
+        else:
+            head = (f"<b>{esc(a.get('date'))}: code moved, verdicts identical.</b> {esc(a.get('what'))} "
+                    f"({esc(a.get('why'))}). The moved code judged the committed results to the same "
+                    f"reports/claims.json (sha256 <code>{esc(a.get('claims_json_sha256'))}</code>), so the "
+                    "registered run keeps its verdicts.")
+        items.append(f"<li>{head} From then on the judged files are checked against these hashes.<details><summary>"
+                     f"The {len(a.get('sha256', {}))} judged files as amended</summary><table class='registered'>"
+                     f"<tr><th>file</th><th>sha256</th></tr>{files}</table></details></li>")
     return (f"<p>{len(amendments)} code amendment(s) of the registration "
             f"(analysis/registration_amendments.json):</p><ul>{''.join(items)}</ul>")
 
@@ -371,6 +379,9 @@ def post_registration_table(claims):
     rows = []
     for c in claims:
         late = [a for a in rc.amendments(c) if a.get("post_registration")]
+        if c.get("rules_amended"):
+            late.append({"date": c["rules_amended"]["date"], "what": "the registry-wide rule change above",
+                         "why": "a rule of the registration replaced after results were seen"})
         if not late and "frozen_verdict" not in c:
             continue
         frozen = badge(c["frozen_verdict"]) if c.get("frozen_verdict") else "– (not registered: a claim new since)"
