@@ -19,6 +19,8 @@ from the two revisions' analysis/claims.yaml and resolved/pretrain/*.json:
   arm it reads was trained with another setting (the dataset and knobs added at their defaults
   aside);
 - judging: a key of its decision rule changed (direction, margin, basis, tolerance, ...);
+- judging: also a move that a registry-wide rule change after the registration made (claims.json's
+  `rules_amended`), shown post hoc;
 - data and evaluation: neither; a claim that reads no trained arm moved with its example's rerun
   or with judging code.
 
@@ -162,7 +164,8 @@ def cause(old_claim, new_claim, old_studies, new_studies, defaults):
 def moves(old_rev, new_rev=None):
     """Rows (id, old verdict, new verdict, cause, detail), and the counts below the table."""
     old_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(old_rev, CLAIMS))}
-    new_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(new_rev, CLAIMS))}
+    judged_now = {c["id"]: c for c in json.loads(read(new_rev, CLAIMS))}
+    new_verdicts = {cid: c["verdict"] for cid, c in judged_now.items()}
     old_defs = {c["id"]: c for c in yaml.safe_load(read(old_rev, "analysis/claims.yaml"))["claims"]}
     new_defs = {c["id"]: c for c in yaml.safe_load(read(new_rev, "analysis/claims.yaml"))["claims"]}
     defaults = yaml.safe_load(read(new_rev, "params.yaml"))["pretrain"]["defaults"]
@@ -171,8 +174,10 @@ def moves(old_rev, new_rev=None):
     for cid, verdict in new_verdicts.items():
         old = old_verdicts.get(cid, "(no claim)")
         if old != verdict:
-            rows.append((cid, old, verdict,
-                         *cause(old_defs.get(cid), new_defs[cid], old_studies, new_studies, defaults)))
+            amended = judged_now[cid].get("rules_amended")      # a registry-wide rule change moved it
+            why = ("judging", f"rule change of {amended['date']} (post hoc)") if amended else \
+                cause(old_defs.get(cid), new_defs[cid], old_studies, new_studies, defaults)
+            rows.append((cid, old, verdict, *why))
     removed = sorted(set(old_verdicts) - set(new_verdicts))
     newly_tested = [cid for cid, v in new_verdicts.items()
                     if old_verdicts.get(cid, "not tested") in set(NOT_JUDGED) and v not in set(NOT_JUDGED)]
