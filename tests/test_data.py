@@ -174,3 +174,20 @@ def test_imagefolder_errors(tmp_path):
 def test_cifar10_absent_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="never downloads"):
         load_cifar10(tmp_path)
+
+
+def test_cifar10_reader_gives_torchvisions_tensors(tmp_path, monkeypatch):
+    """load_cifar10 reads the pickles itself; on a file in the same layout it gives what torchvision's
+    CIFAR10 gives (with its md5 check, which refuses any but the published files, switched off)."""
+    import torchvision.datasets.cifar as tv_cifar
+    from torchvision.datasets import CIFAR10
+    from tools.gpu_check import make_fake_cifar10
+    make_fake_cifar10(tmp_path, per_batch=6, n_test=5)
+    monkeypatch.setattr(CIFAR10, "_check_integrity", lambda self: True)
+    monkeypatch.setattr(tv_cifar, "check_integrity", lambda *args, **kwargs: True)
+    ours = load_cifar10(tmp_path)
+    for split, train in (("train", True), ("test", False)):
+        theirs = CIFAR10(tmp_path, train=train, download=False)
+        assert torch.equal(ours[f"x_{split}"], torch.tensor(theirs.data).permute(0, 3, 1, 2).float() / 255)
+        assert ours[f"y_{split}"].tolist() == theirs.targets
+    assert ours["classes"] == theirs.classes

@@ -222,3 +222,19 @@ def test_the_neighbours_are_checked_against_n_labelled_only_when_it_draws_the_la
     raw["evaluate"]["labels_per_class"] = None
     with pytest.raises(ParamsError, match=r"evaluate: wknn_k \(200\) must not exceed n_labelled \(100\)"):
         parse_params(raw)
+
+
+def test_shared_tolerances_equal_the_boolean_index_means_bit_for_bit():
+    """tolerances() (one similarity matrix, masked_select) gives exactly what the per-function
+    boolean-index formulas gave, so evaluation records stay byte-identical; and None, None when no
+    class has two samples."""
+    from contrastive.evaluate import class_masks, tolerances
+    gen = torch.Generator().manual_seed(0)
+    h = torch.nn.functional.normalize(torch.rand(300, 16, generator=gen), dim=1)
+    y = torch.randint(0, 7, (300,), generator=gen)
+    s = h @ h.T
+    same = y[:, None] == y[None, :]
+    pairs = same & ~torch.eye(len(y), dtype=torch.bool)
+    expected = (s[pairs].mean().item(), (s[pairs].mean() - s[~same].mean()).item())
+    assert tolerances(h, class_masks(y)) == expected
+    assert tolerances(h[:3], class_masks(torch.tensor([0, 1, 2]))) == (None, None)
