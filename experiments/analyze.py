@@ -6,13 +6,15 @@ stage with the command that rewrites it (exit 1). Nothing is written on an error
 """
 import sys
 
-from replication.io import write_json
+from replication.io import stage_outputs, write_json
 from replication.judge.dvc_files import write_dvc_files
 from replication.judge.judge import judge_registry, summary
 from replication.judge.measure import InputError
 from replication.judge.registration import RegistrationError
 from replication.judge.registry import RegistryError
 from replication.run.config import read_resolved
+
+OUTPUTS = ("reports/claims.json", "reports/summary.json", "reports/metrics.json", "reports/plots")
 
 
 def main():
@@ -24,9 +26,10 @@ def main():
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
-    write_json("reports/claims.json", judged)
-    write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
-    write_dvc_files(judged)
+    with stage_outputs(*OUTPUTS):
+        write_json("reports/claims.json", judged)
+        write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
+        write_dvc_files(judged)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from contrastive.data import DataError
 from pydantic import ValidationError
 
 from replication.run.config import EvaluateConfig, ParamsError, RunConfig, StudyConfig, check_name, read_resolved
-from replication.io import remove_stray_tmp, write_json
+from replication.io import stage_outputs, write_json
 from replication.run.evaluate import CheckpointError, evaluate_run
 from replication.run.train import map_runs, run_name
 
@@ -61,14 +61,14 @@ def main(argv):
     config = read_resolved("evaluate", EvaluateConfig)
     runs = [run_name(study.study, name, seed) for name in study.conditions for seed in study.seeds]
     check_records(study.study, runs)
-    remove_stray_tmp(f"results/evaluate/{study.study}")
-    tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
-    try:
-        evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"])
-    except (CheckpointError, DataError) as e:
-        fail(e)
-    for run, evaluation in zip(runs, evaluations):
-        write_json(f"results/evaluate/{run}.json", evaluation)
+    with stage_outputs(f"results/evaluate/{study.study}"):
+        tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
+        try:
+            evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"])
+        except (CheckpointError, DataError) as e:
+            fail(e)
+        for run, evaluation in zip(runs, evaluations):
+            write_json(f"results/evaluate/{run}.json", evaluation)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import shutil
 import sys
 
 from replication.run.config import RESOLVED, load_params, resolve
-from replication.io import remove_stray_tmp, write_json
+from replication.io import stage_outputs, write_json
 
 
 def changed_files(files):
@@ -48,10 +48,10 @@ def main():
     except ValueError as e:
         print(f"error: params.yaml: {e}; nothing written", file=sys.stderr)
         raise SystemExit(2) from None
-    remove_stray_tmp(RESOLVED)
-    for path, content in changed.items():
-        write_json(path, content)
-    remove_stale(files)
+    with stage_outputs(RESOLVED):
+        for path, content in changed.items():
+            write_json(path, content)
+        remove_stale(files)
     print(f"resolved {len(files)} files into {RESOLVED}/ ({len(changed)} changed)")
 
 
