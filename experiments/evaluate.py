@@ -61,7 +61,8 @@ def main(argv):
     config = read_resolved("evaluate", EvaluateConfig)
     runs = [run_name(study.study, name, seed) for name in study.conditions for seed in study.seeds]
     check_records(study.study, runs)
-    with stage_outputs(f"results/evaluate/{study.study}"):
+    folder = f"results/evaluate/{study.study}"
+    with stage_outputs(folder, prune=[folder]):
         tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
         try:
             evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"])

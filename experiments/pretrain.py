@@ -33,7 +33,7 @@ if __name__ == "__main__":
     workers = read_resolved("workers")["workers"] if world_size() == 1 else 1
     # what a run killed mid-save left behind (ignored by DVC, see .dvcignore): rank 0's to remove
     outputs = (f"artifacts/pretrain/{study.study}", f"results/pretrain/{study.study}") if rank() == 0 else ()
-    with stage_outputs(*outputs):
+    with stage_outputs(*outputs, prune=outputs):
         try:
             for record, states in map_runs(train_run, training_tasks(study), workers):
                 if rank() == 0:

@@ -38,6 +38,9 @@ def _write_error(path, error):
                                    f"kept; {todo}")
 
 
+_written = set()     # the files atomic_path put in place in this process, for stage_outputs(prune=...)
+
+
 @contextmanager
 def atomic_path(path):
     """Yield a temporary path in the target's folder; rename it onto `path` on success. Any OSError
@@ -51,6 +54,7 @@ def atomic_path(path):
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())    # mkstemp makes 0600; give the file normal permissions
         os.replace(tmp, path)
+        _written.add(path.resolve())
     except WriteError:
         raise
     except OSError as e:
@@ -61,17 +65,37 @@ def atomic_path(path):
 
 
 @contextmanager
-def stage_outputs(*outputs):
+def stage_outputs(*outputs, prune=()):
     """The body of a stage that writes `outputs` (files or folders): stray temporary files of a
     killed earlier run are removed first, and a failed write ends the process with one line on
-    stderr and exit status 1 (the file it would have replaced stays as it was)."""
+    stderr and exit status 1 (the file it would have replaced stays as it was). Outputs are
+    persistent in dvc.yaml (DVC does not delete them before the stage runs, so a stage that fails
+    keeps the committed ones): the folders in `prune` lose the files this run did not write (a
+    condition removed from a study) only once the body has succeeded."""
     for output in outputs:
         remove_stray_tmp(output)
+    _written.clear()
     try:
         yield
     except WriteError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
+    for folder in prune:
+        remove_unwritten(folder, _written)
+
+
+def remove_unwritten(folder, written):
+    """Delete the files under `folder` that are not in `written` (resolved paths), then its empty
+    folders. Returns how many files."""
+    folder = Path(folder)
+    stale = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.resolve() not in written] \
+        if folder.is_dir() else []
+    for path in stale:
+        path.unlink()
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True) if folder.is_dir() else []:
+        if not any(sub.iterdir()):
+            sub.rmdir()
+    return len(stale)
 
 
 def remove_stray_tmp(output):
