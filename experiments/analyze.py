@@ -4,6 +4,7 @@ A registry mistake, or a file that differs from the registration record without 
 amendment, is a configuration error (exit 2); a missing, empty or partial result file stops the
 stage with the command that rewrites it (exit 1). Nothing is written on an error.
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
 
 from replication.io import stage_outputs, write_json

@@ -4,6 +4,7 @@ count and once at every other, compared field by field (src/replication/run/trai
 Reads resolved/determinism.json. Writes results/determinism.json: whether the repeat is
 bit-identical, and every figure that moves with the thread count, with both values.
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 from replication.run.config import DeterminismConfig, read_resolved
 from replication.run.datasets import dataset_for
 from replication.io import stage_outputs, write_json

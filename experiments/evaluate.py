@@ -11,6 +11,7 @@ Writes results/evaluate/<study>/<condition>/seed_<k>.json: every rung, BatchNorm
 (step 0 the untrained control, the budget with the full-label probe too), and the uncalibrated
 linear probes of the control and the budget (src/replication/run/evaluate.py: the record).
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import json
 import sys
 from pathlib import Path

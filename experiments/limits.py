@@ -1,5 +1,6 @@
 """Stage limits: the loss's limits on constructed data with exact answers (the InfoNCE bound's gap,
 the floor of a class-collapsed encoder, Wang & Isola's decomposition at finite M)."""
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import torch
 
 from replication.run.config import Limits, read_resolved

@@ -6,6 +6,7 @@ One torch thread: make_shapes' last float bits depend on the thread count (two t
 bytes for data/shapes.pt than one), and the committed datasets were made with one, so a rerun of
 this stage on any core count writes the same files and reruns nothing downstream.
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import torch
 
 from replication.run.config import DataParams, read_resolved

@@ -1,4 +1,5 @@
 """Stage ntxent_example: the NumPy NT-Xent example's printed numbers, recomputed."""
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 from replication.run.config import NtXentExample, read_resolved
 from replication.examples import ntxent_numpy
 from replication.io import stage_outputs, write_json

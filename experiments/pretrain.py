@@ -11,6 +11,7 @@ evaluates them.
 On GPUs, one process per device: `torchrun --nproc-per-node N experiments/pretrain.py <study>`
 (every rank runs every run on its slice of each batch; rank 0 writes).
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
 
 from contrastive.data import DataError

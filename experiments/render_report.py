@@ -2,6 +2,7 @@
 write the one-minute summary for GitHub readers to reports/claims.md, with the setup table of
 analysis/deviations.yaml. The setup table and the registration record are checked first: a bad
 entry or an unreadable record is one line (exit 2) and nothing is written."""
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
 
 from replication.io import atomic_path, stage_outputs

@@ -7,6 +7,7 @@ status 2 before anything is written, and every file is serialised before the fir
 files whose content changed are rewritten, so the stages that read the others stay up to date; a
 file no longer produced (a study removed or renamed) is deleted.
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import json
 import shutil
 import sys

@@ -1,6 +1,7 @@
 """Stage tiny_simclr: the article's tiny SimCLR for every seed (each followed by the shape test), a
 repeat of one seed, and that seed at several thread counts (run one at a time, so their wall times
 are comparable)."""
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 from functools import partial
 
 from replication.run.config import TinySimCLR, read_resolved

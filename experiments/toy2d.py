@@ -1,5 +1,6 @@
 """Stage toy2d: the 2-D circle experiment over seeds and temperatures, without negatives, and again
 at each view noise of the sweep (class spread re-fitted to the calibration target)."""
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 from replication.run.config import Toy2D, read_resolved
 from replication.examples import toy2d
 from replication.io import stage_outputs, write_json
