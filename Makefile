@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro exp repro-all repro-stage compare readme smoke bench test test-fast browser clean-venv
+.PHONY: setup repro exp status repro-all repro-stage compare readme smoke bench test test-fast browser clean-venv
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,10 @@ repro: setup
 exp: setup
 	$(BIN)/python -m replication.run.config params.yaml
 	$(BIN)/python -m tools.repro $(foreach s,$(SET),--set=$(s)) $(if $(RETRAIN),--retrain)
+
+# What is truly stale, in a few lines (`dvc status` lists every file a clone lacks); runs nothing.
+status: setup
+	$(BIN)/python -m tools.repro --status
 
 # Every stage, whether stale or not (dvc repro -f): the documents' examples too. Records the time
 # in reports/repro_timing.json with this CPU's model; `make compare` then lists what moved.

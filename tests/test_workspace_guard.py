@@ -89,3 +89,16 @@ def test_every_committed_result_is_a_persistent_output():
     committed = {path: spec for out in outs for path, spec in out.items() if spec.get("cache") is False}
     assert committed and all(spec.get("persist") for spec in committed.values()), \
         [path for path, spec in committed.items() if not spec.get("persist")]
+
+
+def test_make_status_says_in_a_few_lines_what_is_truly_stale(clone, tmp_path):
+    result = run(["make", "-s", "-o", ".venv/.installed", "status"], clone)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and len(lines) <= 3, result.stdout[-2000:]
+    assert lines[0].startswith("Current:") and "not in cache" not in result.stdout
+    tree = copy_of(clone, tmp_path / "edited")
+    params = tree / "params.yaml"
+    params.write_text(params.read_text().replace("  probe_steps: 300", "  probe_steps: 301", 1))
+    lines = run(["make", "-s", "-o", ".venv/.installed", "status"], tree).stdout.splitlines()
+    assert len(lines) <= 3 and lines[0].startswith("Stale") and "resolve" in lines[0], lines
+    assert git_status(tree) == " M params.yaml\n"         # it ran nothing

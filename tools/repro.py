@@ -2,6 +2,7 @@
 
     python -m tools.repro [--retrain]
     python -m tools.repro --set KEY=VALUE [--set ...] [--retrain]     # `make exp SET=KEY=VALUE`
+    python -m tools.repro --status                                    # `make status`: runs nothing
 
 A clone carries the results, the report and dvc.lock (git), but not the datasets and checkpoints
 (DVC's cache). Plain `dvc repro` would take them for stale and retrain for hours. This runs
@@ -162,7 +163,30 @@ def what_ran(resolved):
     return "Nothing was run."
 
 
+def report_status(status, lock, times):
+    """`make status`: in a few lines, what is truly stale, unlike `dvc status`, which on a clone
+    lists every dataset and checkpoint it lacks (some 250 lines of `not in cache`)."""
+    stale, retrain = plan(status, lock)
+    lacking = sorted(set(status) - set(stale))
+    if stale:
+        edited = " (params.yaml edited: the stages it changes show once `resolve` has run)" if "resolve" in stale else ""
+        print(f"Stale (an edit changed them; `make repro` reruns them): {minutes(stale, times)[0]}{edited}.")
+    else:
+        print("Current: every committed result matches the code and params.yaml.")
+    if retrain:
+        named, total = minutes(retrain, times)
+        print(f"Rerunning them needs what this clone lacks, which retrains {named}: about {total:.0f} minutes "
+              "(`make repro RETRAIN=1`, or `dvc pull`).")
+    if lacking:
+        print(f"{len(lacking)} stages lack only their datasets or checkpoints here (in DVC's cache: `dvc pull`); "
+              "they count as current.")
+
+
 def main(argv):
+    if "--status" in argv:
+        times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+        report_status(stage_status(), read_lock(), times)
+        return 0
     sets = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--set=")]
     if sets:
         return experiment(sets, "--retrain" in argv)
