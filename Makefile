@@ -34,7 +34,9 @@ exp: setup
 	$(BIN)/python -m tools.repro $(foreach s,$(SET),--set=$(s)) $(if $(RETRAIN),--retrain)
 
 # What is truly stale, in a few lines (`dvc status` lists every file a clone lacks); runs nothing.
+# params.yaml is checked first: DVC's own YAML reader expands an alias bomb without end.
 status: setup
+	$(BIN)/python -m replication.run.config params.yaml
 	$(BIN)/python -m tools.repro --status
 
 # Every stage, whether stale or not (dvc repro -f): the documents' examples too. Records the time

@@ -91,14 +91,30 @@ def test_every_committed_result_is_a_persistent_output():
         [path for path, spec in committed.items() if not spec.get("persist")]
 
 
+def make_status(tree):
+    """`make status`: (exit status, its lines after params.yaml's check, stderr)."""
+    result = run(["make", "-s", "-o", ".venv/.installed", "status"], tree)
+    return result.returncode, [line for line in result.stdout.splitlines() if not line.startswith("params ok")], \
+        result.stderr
+
+
 def test_make_status_says_in_a_few_lines_what_is_truly_stale(clone, tmp_path):
-    result = run(["make", "-s", "-o", ".venv/.installed", "status"], clone)
-    lines = result.stdout.splitlines()
-    assert result.returncode == 0 and len(lines) <= 3, result.stdout[-2000:]
-    assert lines[0].startswith("Current:") and "not in cache" not in result.stdout
+    status, lines, err = make_status(clone)
+    assert status == 0 and len(lines) <= 3, lines + [err]
+    assert lines[0].startswith("Current:") and not any("not in cache" in line for line in lines)
     tree = copy_of(clone, tmp_path / "edited")
     params = tree / "params.yaml"
     params.write_text(params.read_text().replace("  probe_steps: 300", "  probe_steps: 301", 1))
-    lines = run(["make", "-s", "-o", ".venv/.installed", "status"], tree).stdout.splitlines()
-    assert len(lines) <= 3 and lines[0].startswith("Stale") and "resolve" in lines[0], lines
+    status, lines, err = make_status(tree)
+    assert status == 0 and len(lines) <= 3 and lines[0].startswith("Stale") and "resolve" in lines[0], lines
     assert git_status(tree) == " M params.yaml\n"         # it ran nothing
+
+
+def test_make_status_refuses_an_alias_bomb_before_dvc_reads_it(clone, tmp_path):
+    """DVC's own reader of params.yaml expands the aliases without end (`dvc status` hangs)."""
+    from test_hostile_input import params_with_bomb
+    tree = copy_of(clone, tmp_path / "bomb")
+    (tree / "params.yaml").write_text(params_with_bomb())
+    result = subprocess.run(["make", "-s", "-o", ".venv/.installed", "status"], cwd=tree, env=environment(tree),
+                            capture_output=True, text=True, timeout=120)     # a hang guard
+    assert result.returncode != 0 and "error: params.yaml: its aliases" in result.stderr, result.stderr[-2000:]
