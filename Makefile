@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro repro-all repro-stage compare readme smoke bench test test-fast browser clean-venv
+.PHONY: setup repro exp status repro-all repro-stage compare readme smoke bench test test-fast browser clean-venv
 
 setup: $(VENV)/.installed
 
@@ -25,6 +25,19 @@ repro: setup
 	$(BIN)/python -m tools.repro $(if $(RETRAIN),--retrain)
 	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html"
+
+# An experiment behind the same guard: `make exp SET=evaluate.probe_steps=1000` (several: SET="a=1 b=2")
+# plans `dvc exp run -S` with params.yaml put back afterwards, and runs it only when it retrains
+# nothing this clone lacks, or with RETRAIN=1 (tools/repro.py).
+exp: setup
+	$(BIN)/python -m replication.run.config params.yaml
+	$(BIN)/python -m tools.repro $(foreach s,$(SET),--set=$(s)) $(if $(RETRAIN),--retrain)
+
+# What is truly stale, in a few lines (`dvc status` lists every file a clone lacks); runs nothing.
+# params.yaml is checked first: DVC's own YAML reader expands an alias bomb without end.
+status: setup
+	$(BIN)/python -m replication.run.config params.yaml
+	$(BIN)/python -m tools.repro --status
 
 # Every stage, whether stale or not (dvc repro -f): the documents' examples too. Records the time
 # in reports/repro_timing.json with this CPU's model; `make compare` then lists what moved.

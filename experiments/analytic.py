@@ -1,7 +1,11 @@
 """Stage analytic: the documents' analytic statements about InfoNCE, checked numerically, and the
 arithmetic they print, recomputed."""
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 from replication.examples import analytic, arithmetic
-from replication.io import write_json
+from replication.io import stage_outputs, write_json
+
+OUT = "results/examples/analytic.json"
 
 if __name__ == "__main__":
-    write_json("results/examples/analytic.json", {**analytic.run(), "arithmetic": arithmetic.run()})
+    with stage_outputs(OUT):
+        write_json(OUT, {**analytic.run(), "arithmetic": arithmetic.run()})

@@ -4,15 +4,18 @@ A registry mistake, or a file that differs from the registration record without 
 amendment, is a configuration error (exit 2); a missing, empty or partial result file stops the
 stage with the command that rewrites it (exit 1). Nothing is written on an error.
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
 
-from replication.io import write_json
+from replication.io import stage_outputs, write_json
 from replication.judge.dvc_files import write_dvc_files
 from replication.judge.judge import judge_registry, summary
 from replication.judge.measure import InputError
 from replication.judge.registration import RegistrationError
 from replication.judge.registry import RegistryError
 from replication.run.config import read_resolved
+
+OUTPUTS = ("reports/claims.json", "reports/summary.json", "reports/metrics.json", "reports/plots")
 
 
 def main():
@@ -24,9 +27,10 @@ def main():
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
-    write_json("reports/claims.json", judged)
-    write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
-    write_dvc_files(judged)
+    with stage_outputs(*OUTPUTS, prune=["reports/plots"]):
+        write_json("reports/claims.json", judged)
+        write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
+        write_dvc_files(judged)
 
 
 if __name__ == "__main__":

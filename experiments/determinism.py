@@ -4,11 +4,14 @@ count and once at every other, compared field by field (src/replication/run/trai
 Reads resolved/determinism.json. Writes results/determinism.json: whether the repeat is
 bit-identical, and every figure that moves with the thread count, with both values.
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 from replication.run.config import DeterminismConfig, read_resolved
 from replication.run.datasets import dataset_for
-from replication.io import write_json
+from replication.io import stage_outputs, write_json
 from replication.run.evaluate import evaluate_method, method_from_state
 from replication.run.train import differences, train_run
+
+OUT = "results/determinism.json"
 
 
 def run(config, threads):
@@ -25,7 +28,8 @@ if __name__ == "__main__":
     first, *others = config.determinism.thread_counts
     reference, repeat = run(config, first), run(config, first)
     by_threads = {threads: differences(reference, run(config, threads)) for threads in others}
-    write_json("results/determinism.json", {
-        "params": config.determinism.model_dump(), "reference": reference,
-        "repeat_differences": [list(d) for d in differences(reference, repeat)],
-        "thread_differences": {str(t): [list(d) for d in diff] for t, diff in by_threads.items()}})
+    results = {"params": config.determinism.model_dump(), "reference": reference,
+               "repeat_differences": [list(d) for d in differences(reference, repeat)],
+               "thread_differences": {str(t): [list(d) for d in diff] for t, diff in by_threads.items()}}
+    with stage_outputs(OUT):
+        write_json(OUT, results)

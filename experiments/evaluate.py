@@ -11,6 +11,7 @@ Writes results/evaluate/<study>/<condition>/seed_<k>.json: every rung, BatchNorm
 (step 0 the untrained control, the budget with the full-label probe too), and the uncalibrated
 linear probes of the control and the budget (src/replication/run/evaluate.py: the record).
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import json
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from contrastive.data import DataError
 from pydantic import ValidationError
 
 from replication.run.config import EvaluateConfig, ParamsError, RunConfig, StudyConfig, check_name, read_resolved
-from replication.io import remove_stray_tmp, write_json
+from replication.io import stage_outputs, write_json
 from replication.run.evaluate import CheckpointError, evaluate_run
 from replication.run.train import map_runs, run_name
 
@@ -61,14 +62,15 @@ def main(argv):
     config = read_resolved("evaluate", EvaluateConfig)
     runs = [run_name(study.study, name, seed) for name in study.conditions for seed in study.seeds]
     check_records(study.study, runs)
-    remove_stray_tmp(f"results/evaluate/{study.study}")
-    tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
-    try:
-        evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"])
-    except (CheckpointError, DataError) as e:
-        fail(e)
-    for run, evaluation in zip(runs, evaluations):
-        write_json(f"results/evaluate/{run}.json", evaluation)
+    folder = f"results/evaluate/{study.study}"
+    with stage_outputs(folder, prune=[folder]):
+        tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
+        try:
+            evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"])
+        except (CheckpointError, DataError) as e:
+            fail(e)
+        for run, evaluation in zip(runs, evaluations):
+            write_json(f"results/evaluate/{run}.json", evaluation)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,13 @@ evaluates them.
 On GPUs, one process per device: `torchrun --nproc-per-node N experiments/pretrain.py <study>`
 (every rank runs every run on its slice of each batch; rank 0 writes).
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
 
 from contrastive.data import DataError
 from contrastive.distributed import init_from_env, rank, select_device, world_size
 from replication.run.config import ParamsError, StudyConfig, check_name, read_resolved
-from replication.io import remove_stray_tmp
+from replication.io import stage_outputs
 from replication.run.train import map_runs, save_run, train_run, training_tasks
 
 if __name__ == "__main__":
@@ -31,13 +32,13 @@ if __name__ == "__main__":
     study = read_resolved(f"pretrain/{sys.argv[1]}", StudyConfig)
     init_from_env(select_device(study.execution.device))
     workers = read_resolved("workers")["workers"] if world_size() == 1 else 1
-    if rank() == 0:     # what a run killed mid-save left behind (ignored by DVC, see .dvcignore)
-        for folder in (f"artifacts/pretrain/{study.study}", f"results/pretrain/{study.study}"):
-            remove_stray_tmp(folder)
-    try:
-        for record, states in map_runs(train_run, training_tasks(study), workers):
-            if rank() == 0:
-                save_run(study.study, record, states)
-    except DataError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(1) from None
+    # what a run killed mid-save left behind (ignored by DVC, see .dvcignore): rank 0's to remove
+    outputs = (f"artifacts/pretrain/{study.study}", f"results/pretrain/{study.study}") if rank() == 0 else ()
+    with stage_outputs(*outputs, prune=outputs):
+        try:
+            for record, states in map_runs(train_run, training_tasks(study), workers):
+                if rank() == 0:
+                    save_run(study.study, record, states)
+        except DataError as e:
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(1) from None

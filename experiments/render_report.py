@@ -2,9 +2,10 @@
 write the one-minute summary for GitHub readers to reports/claims.md, with the setup table of
 analysis/deviations.yaml. The setup table and the registration record are checked first: a bad
 entry or an unreadable record is one line (exit 2) and nothing is written."""
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
 
-from replication.io import atomic_path
+from replication.io import atomic_path, stage_outputs
 from replication.judge import registration
 from replication.report.claims_view import load_claims
 from replication.report.notebook import render_notebook
@@ -21,6 +22,7 @@ if __name__ == "__main__":
     except (DeviationError, registration.RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    render_notebook("analysis/report.py", "reports/report.html")
-    with atomic_path("reports/claims.md") as tmp:
-        tmp.write_text(claims_markdown(claims) + "\n" + deviations_markdown(deviations))
+    with stage_outputs("reports/report.html", "reports/claims.md"):
+        render_notebook("analysis/report.py", "reports/report.html")
+        with atomic_path("reports/claims.md") as tmp:
+            tmp.write_text(claims_markdown(claims) + "\n" + deviations_markdown(deviations))

@@ -7,12 +7,13 @@ status 2 before anything is written, and every file is serialised before the fir
 files whose content changed are rewritten, so the stages that read the others stay up to date; a
 file no longer produced (a study removed or renamed) is deleted.
 """
+import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import json
 import shutil
 import sys
 
 from replication.run.config import RESOLVED, load_params, resolve
-from replication.io import remove_stray_tmp, write_json
+from replication.io import stage_outputs, write_json
 
 
 def changed_files(files):
@@ -48,10 +49,10 @@ def main():
     except ValueError as e:
         print(f"error: params.yaml: {e}; nothing written", file=sys.stderr)
         raise SystemExit(2) from None
-    remove_stray_tmp(RESOLVED)
-    for path, content in changed.items():
-        write_json(path, content)
-    remove_stale(files)
+    with stage_outputs(RESOLVED):
+        for path, content in changed.items():
+            write_json(path, content)
+        remove_stale(files)
     print(f"resolved {len(files)} files into {RESOLVED}/ ({len(changed)} changed)")
 
 

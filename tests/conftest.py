@@ -1,8 +1,13 @@
+import sys
 from pathlib import Path
 
 import pytest
 
 from smoke_run import shared_build
+
+# A stage's script run in this process (runpy) imports experiments/_interpreter.py as
+# `python experiments/<stage>.py` does, from the script's own folder.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 
 
 @pytest.fixture(scope="session")

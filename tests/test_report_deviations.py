@@ -176,7 +176,8 @@ def test_the_report_stage_stops_with_one_line_and_writes_nothing(tmp_path):
     (tmp_path / "analysis").mkdir()
     write_deviations(tmp_path / "analysis", [entry(ours="{pretrain/study:conditions.arm.crop_min_side}")])
     (tmp_path / "experiments").mkdir()
-    (tmp_path / "experiments" / "render_report.py").write_text((ROOT / "experiments" / "render_report.py").read_text())
+    for script in ("render_report.py", "_interpreter.py"):      # the stage and its interpreter check
+        (tmp_path / "experiments" / script).write_text((ROOT / "experiments" / script).read_text())
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     result = subprocess.run([sys.executable, "experiments/render_report.py"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)

@@ -20,7 +20,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(2)>'\"><b onmouseover=alert(3) x='"
 INPUTS = ["analysis/report.py", "analysis/claims.yaml", "analysis/cifar10_reference.yaml",
-          "analysis/deviations.yaml", "experiments/render_report.py", "resolved", "results", "reports/claims.json",
+          "analysis/deviations.yaml", "experiments/render_report.py",
+          "experiments/_interpreter.py", "resolved", "results", "reports/claims.json",
           "reports/summary.json", "reports/stage_times.json"]
 
 

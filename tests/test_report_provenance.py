@@ -121,7 +121,8 @@ def test_an_unreadable_record_stops_the_report_stage_with_one_line(tmp_path):
     write_deviations(tmp_path / "analysis", [entry()])
     (tmp_path / "analysis" / "registration.json").write_text('{"date": ')
     (tmp_path / "experiments").mkdir()
-    (tmp_path / "experiments" / "render_report.py").write_text((ROOT / "experiments" / "render_report.py").read_text())
+    for script in ("render_report.py", "_interpreter.py"):      # the stage and its interpreter check
+        (tmp_path / "experiments" / script).write_text((ROOT / "experiments" / script).read_text())
     result = subprocess.run([sys.executable, "experiments/render_report.py"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr

@@ -1,6 +1,8 @@
 """`make repro`: bring every result up to date with the code and params, and never retrain silently.
 
     python -m tools.repro [--retrain]
+    python -m tools.repro --set KEY=VALUE [--set ...] [--retrain]     # `make exp SET=KEY=VALUE`
+    python -m tools.repro --status                                    # `make status`: runs nothing
 
 A clone carries the results, the report and dvc.lock (git), but not the datasets and checkpoints
 (DVC's cache). Plain `dvc repro` would take them for stale and retrain for hours. This runs
@@ -12,6 +14,11 @@ After an edit, the stages whose code, parameters or inputs changed rerun. When o
 file the clone lacks (an evaluation needs its checkpoints), the stages that would recreate it are
 named with the time they took last (reports/stage_times.json), and nothing runs unless --retrain
 is given (`make repro RETRAIN=1`); `dvc pull` from a team remote fetches them instead (README).
+
+`--set` is `dvc exp run -S` behind the same guard: the values are applied to params.yaml, planned,
+and params.yaml, resolved/ and dvc.lock are put back before anything else happens; the experiment
+runs (`dvc exp run --allow-missing -S ...`) only when it retrains nothing the clone lacks, or when
+--retrain asks for it. Raw `dvc exp run` has no guard: on a fresh clone it retrains every study.
 """
 import hashlib
 import json
@@ -30,8 +37,19 @@ SUMMARY = "reports/summary.json"
 def dvc(*args, capture=False):
     result = subprocess.run(["dvc", *args], capture_output=capture, text=True)
     if result.returncode:
+        if capture:                     # what went wrong (a bad value's one line) is in the output
+            lines = (result.stderr or result.stdout).splitlines()
+            print("\n".join([line for line in lines if line.startswith("error:")] or lines), file=sys.stderr)
         raise SystemExit(result.returncode)
     return result.stdout
+
+
+def run_resolve(quiet=False):
+    """`dvc repro resolve` (validates params.yaml; rewrites only files whose content changed). True
+    when it changed something: dvc.lock, and the resolved/ files it records."""
+    before = Path("dvc.lock").read_bytes() if Path("dvc.lock").exists() else None
+    dvc("repro", "resolve", capture=quiet)
+    return (Path("dvc.lock").read_bytes() if Path("dvc.lock").exists() else None) != before
 
 
 def stage_status():
@@ -138,8 +156,41 @@ def report_progress(date, stale, times):
           f"`make repro-stage STAGE={stale[0]}`; or run every remaining stage with `make repro RETRAIN=1`.")
 
 
+def what_ran(resolved):
+    """The truth about what `make repro` ran before refusing to retrain."""
+    if resolved:
+        return "Only `resolve` ran: it rewrote resolved/ and dvc.lock for the edit; no other stage was run."
+    return "Nothing was run."
+
+
+def report_status(status, lock, times):
+    """`make status`: in a few lines, what is truly stale, unlike `dvc status`, which on a clone
+    lists every dataset and checkpoint it lacks (some 250 lines of `not in cache`)."""
+    stale, retrain = plan(status, lock)
+    lacking = sorted(set(status) - set(stale))
+    if stale:
+        edited = " (params.yaml edited: the stages it changes show once `resolve` has run)" if "resolve" in stale else ""
+        print(f"Stale (an edit changed them; `make repro` reruns them): {minutes(stale, times)[0]}{edited}.")
+    else:
+        print("Current: every committed result matches the code and params.yaml.")
+    if retrain:
+        named, total = minutes(retrain, times)
+        print(f"Rerunning them needs what this clone lacks, which retrains {named}: about {total:.0f} minutes "
+              "(`make repro RETRAIN=1`, or `dvc pull`).")
+    if lacking:
+        print(f"{len(lacking)} stages lack only their datasets or checkpoints here (in DVC's cache: `dvc pull`); "
+              "they count as current.")
+
+
 def main(argv):
-    dvc("repro", "resolve")             # validates params.yaml; rewrites only files whose content changed
+    if "--status" in argv:
+        times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+        report_status(stage_status(), read_lock(), times)
+        return 0
+    sets = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--set=")]
+    if sets:
+        return experiment(sets, "--retrain" in argv)
+    resolved = run_resolve()
     status, lock = stage_status(), read_lock()
     times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
     stale, retrain = plan(status, lock)
@@ -154,7 +205,7 @@ def main(argv):
         print(f"This clone lacks data or checkpoints these need; recreating them retrains {named}: "
               f"about {total:.0f} minutes in all.")
         if "--retrain" not in argv:
-            print("Nothing was run. Fetch them from a team remote with `dvc pull` (README: Sharing "
+            print(f"{what_ran(resolved)} Fetch them from a team remote with `dvc pull` (README: Sharing "
                   "checkpoints), or retrain with `make repro RETRAIN=1`.")
             return 1
         dvc("repro", *retrain)
@@ -165,6 +216,83 @@ def main(argv):
         print(f"The committed results are current.{_absent_note(absent)} To regenerate them on this machine: "
               f"`make repro-all` (every stage, about {total / 60:.1f} hours summed over the last runs), or one "
               "stage at a time: `make repro-stage STAGE=pretrain@head`.")
+    return 0
+
+
+# ---------------------------------------------------------------- `make exp SET=KEY=VALUE`
+
+PUT_BACK = ("params.yaml", "dvc.lock", "resolved")
+
+
+def snapshot(paths):
+    """{file: bytes} of every file at `paths` (files or folders)."""
+    files = {}
+    for path in map(Path, paths):
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path] if path.exists() else []:
+            if f.is_file():
+                files[f] = f.read_bytes()
+    return files
+
+
+def put_back(saved, paths):
+    """The files at `paths` exactly as `saved`: changed ones rewritten, new ones removed."""
+    for f, content in saved.items():
+        if not f.exists() or f.read_bytes() != content:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(content)
+    for f in snapshot(paths):
+        if f not in saved:
+            f.unlink()
+
+
+def with_values(text, sets):
+    """params.yaml's text with each KEY=VALUE applied (VALUE read as YAML, as `dvc exp run -S` does);
+    for planning only: comments and anchors are not kept."""
+    raw = yaml.safe_load(text)
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"error: SET={item}: expected KEY=VALUE, e.g. `make exp SET=evaluate.probe_steps=1000`")
+        *parents, last = key.split(".")
+        node = raw
+        for part in parents:
+            if not isinstance(node.get(part) if isinstance(node, dict) else None, dict):
+                raise SystemExit(f"error: SET={item}: params.yaml has no section {key.rsplit('.', 1)[0]}")
+            node = node[part]
+        node[last] = yaml.safe_load(value)
+    return yaml.safe_dump(raw, sort_keys=False)
+
+
+def plan_experiment(sets):
+    """(stale, retrain) of the experiment, planned with its values applied to params.yaml, which,
+    resolved/ and dvc.lock are then put back as they were, whatever happens (an error, Ctrl-C)."""
+    saved = snapshot(PUT_BACK)
+    try:
+        Path("params.yaml").write_text(with_values(Path("params.yaml").read_text(), sets))
+        run_resolve(quiet=True)
+        return plan(stage_status(), read_lock())
+    finally:
+        put_back(saved, PUT_BACK)
+
+
+def experiment(sets, retrain_allowed):
+    """`dvc exp run -S ...` only when it retrains nothing this clone lacks, or when asked to."""
+    shown = " ".join(f"SET={s}" for s in sets)
+    stale, retrain = plan_experiment(sets)
+    times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+    if retrain and not retrain_allowed:
+        named, total = minutes(retrain, times)
+        print(f"`make exp {shown}` would retrain what this clone lacks: {named}, about {total:.0f} minutes; "
+              f"nothing was run and nothing changed. Allow it with `make exp {shown} RETRAIN=1`, or fetch the "
+              "checkpoints with `dvc pull` (README: Sharing checkpoints).")
+        return 1
+    if not stale:
+        print(f"`make exp {shown}` changes no stage's configuration: nothing to run.")
+        return 0
+    print(f"The experiment reruns: {minutes(stale, times)[0]}.")
+    if retrain:
+        dvc("repro", *retrain)          # recreate what the clone lacks, as committed, first
+    dvc("exp", "run", "--allow-missing", *(arg for s in sets for arg in ("-S", s)))
     return 0
 
 

@@ -1,11 +1,16 @@
 """Atomic file output: write to a temporary file beside the target, then rename.
 
-An interrupted stage therefore leaves either the old file or the new one, never half of one.
+An interrupted stage therefore leaves either the old file or the new one, never half of one; a write
+that fails (disk full, no permission) leaves the old file too, and raises WriteError, whose text is
+the one line to print. The YAML loader refuses a key given twice and aliases that expand without
+bound ("billion laughs").
 """
+import errno
 import hashlib
 import json
 import os
 import platform
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,26 +19,94 @@ import torch
 import yaml
 
 
+class WriteError(OSError):
+    """A file that could not be written; str(e) is one line naming it and what to do. The old file,
+    if any, is intact."""
+    def __str__(self):
+        return self.strerror
+
+
+def _write_error(path, error):
+    """The one line for an OSError met while writing `path`."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        todo = "free some disk space and rerun the stage"
+    elif isinstance(error, PermissionError) or error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        todo = f"make {path.parent}/ writable (chmod, chattr -i, a read-only mount?) and rerun the stage"
+    else:
+        todo = "fix the cause and rerun the stage"
+    return WriteError(error.errno, f"{path}: cannot write ({error.strerror or error}); its old content is "
+                                   f"kept; {todo}")
+
+
+_written = set()     # the files atomic_path put in place in this process, for stage_outputs(prune=...)
+
+
 @contextmanager
 def atomic_path(path):
-    """Yield a temporary path in the target's folder; rename it onto `path` on success."""
+    """Yield a temporary path in the target's folder; rename it onto `path` on success. Any OSError
+    while making, writing or renaming the temporary file raises WriteError naming `path`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())    # mkstemp makes 0600; give the file normal permissions
         os.replace(tmp, path)
+        _written.add(path.resolve())
+    except WriteError:
+        raise
+    except OSError as e:
+        raise _write_error(path, e) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.remove(tmp)
 
 
-def remove_stray_tmp(folder):
+@contextmanager
+def stage_outputs(*outputs, prune=()):
+    """The body of a stage that writes `outputs` (files or folders): stray temporary files of a
+    killed earlier run are removed first, and a failed write ends the process with one line on
+    stderr and exit status 1 (the file it would have replaced stays as it was). Outputs are
+    persistent in dvc.yaml (DVC does not delete them before the stage runs, so a stage that fails
+    keeps the committed ones): the folders in `prune` lose the files this run did not write (a
+    condition removed from a study) only once the body has succeeded."""
+    for output in outputs:
+        remove_stray_tmp(output)
+    _written.clear()
+    try:
+        yield
+    except WriteError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    for folder in prune:
+        remove_unwritten(folder, _written)
+
+
+def remove_unwritten(folder, written):
+    """Delete the files under `folder` that are not in `written` (resolved paths), then its empty
+    folders. Returns how many files."""
+    folder = Path(folder)
+    stale = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.resolve() not in written] \
+        if folder.is_dir() else []
+    for path in stale:
+        path.unlink()
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True) if folder.is_dir() else []:
+        if not any(sub.iterdir()):
+            sub.rmdir()
+    return len(stale)
+
+
+def remove_stray_tmp(output):
     """Delete the temporary files atomic_path leaves when its process is killed mid-write (SIGKILL
-    skips the cleanup above); a stage calls it on start so none accumulate. Returns how many."""
-    stray = sorted(Path(folder).rglob(".*.tmp")) if Path(folder).is_dir() else []
+    skips the cleanup above): every one under a folder, or a file's own beside it. A stage calls it
+    on start for its outputs (stage_outputs) so none accumulate. Returns how many."""
+    output = Path(output)
+    if output.is_dir():
+        stray = sorted(output.rglob(".*.tmp"))
+    else:
+        stray = sorted(output.parent.glob(f".{output.name}.*.tmp")) if output.parent.is_dir() else []
     for path in stray:
         path.unlink()
     return len(stray)
@@ -63,7 +136,49 @@ class DuplicateKeyError(yaml.YAMLError):
     """A mapping that names one key twice (YAML would keep the last silently)."""
 
 
+class ExpansionError(yaml.YAMLError):
+    """A document whose aliases expand to more than MAX_NODES values ("billion laughs"): each alias
+    is one more copy of its anchor's whole tree, so a few hundred bytes can stand for billions."""
+
+
+MAX_NODES = 100_000     # params.yaml expands to about 1,400 values, analysis/claims.yaml to about 6,000
+
+
+def expanded_size(node, sizes=None):
+    """How many values the composed document stands for with every alias written out (at most
+    MAX_NODES + 1). Counted on the node graph, where an alias is its anchor's node object, each node
+    once, so in linear time; an anchor inside itself expands without end."""
+    sizes = {} if sizes is None else sizes
+    if id(node) in sizes:
+        return sizes[id(node)] or MAX_NODES + 1         # None: still being counted, a cycle
+    sizes[id(node)] = None
+    total = 1
+    for child in _children(node):
+        total = min(total + expanded_size(child, sizes), MAX_NODES + 1)
+    sizes[id(node)] = total
+    return total
+
+
+def _children(node):
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _short(text, shown=80):
+    """Text cut to `shown` characters, so that an error line stays short (schema.excerpt's rule;
+    io imports nothing of the project, so that every stage's deps stay as they are)."""
+    return text if len(text) <= shown else text[:shown - 3] + "..."
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None and expanded_size(node) > MAX_NODES:
+            raise ExpansionError(f"its aliases (*name) expand to more than {MAX_NODES:,} values; write the "
+                                 "values out, or use fewer aliases of aliases")
+        return node
+
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
@@ -71,15 +186,19 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
-                raise DuplicateKeyError(f"duplicate key {key!r} at line {key_node.start_mark.line + 1}")
+                raise DuplicateKeyError(f"duplicate key {_short(repr(key))} at line {key_node.start_mark.line + 1}")
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(text):
-    """yaml.safe_load that rejects a key repeated in one mapping (DuplicateKeyError). Merge keys
-    (`<<: *anchor`) still let a mapping override what it merges."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)
+    """yaml.safe_load that rejects a key repeated in one mapping (DuplicateKeyError) and aliases that
+    expand to more than MAX_NODES values (ExpansionError). Merge keys (`<<: *anchor`) still let a
+    mapping override what it merges."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except RecursionError:              # [[[[...]]]] thousands deep: the composer recurses per level
+        raise ExpansionError("nested too deeply; flatten it") from None
 
 
 def save_torch(path, obj):

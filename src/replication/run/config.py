@@ -23,8 +23,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator, model_validator
 
-from ..io import DuplicateKeyError, load_yaml
-from ..schema import Strict, one_line
+from ..io import DuplicateKeyError, ExpansionError, load_yaml
+from ..schema import Strict, excerpt, one_line
 
 
 def _unique(values):
@@ -35,10 +35,23 @@ def _unique(values):
     return values
 
 
+# Upper bounds: far above every profile of params.yaml (cifar10's 48,900 steps of 512 images, its
+# 50,000 labelled images; thorough's 14,400-step ladder), so that only a slip (1e12 steps, a batch
+# of 10^9) is refused, at once and in one line, rather than training for years or failing to
+# allocate minutes later.
+MAX_STEPS = 1_000_000           # training and probe steps
+MAX_BATCH = 16_384              # images (or points) per batch
+MAX_IMAGES = 1_000_000          # images generated or used per split
+MAX_LIST = 1_000                # seeds, rungs, temperatures, ... in one list
+
 PositiveFloat = Annotated[float, Field(gt=0)]
-Seeds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1), AfterValidator(_unique)]
+Seeds = Annotated[list[Annotated[int, Field(ge=0, le=2**32 - 1)]], Field(min_length=1, max_length=MAX_LIST),
+                  AfterValidator(_unique)]       # numpy's seeds stop at 2^32 - 1
 Threads = Annotated[int, Field(ge=1, le=64)]
 Count = Annotated[int, Field(ge=1)]
+Steps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
+Batch = Annotated[int, Field(ge=2, le=MAX_BATCH)]
+Images = Annotated[int, Field(ge=10, le=MAX_IMAGES)]
 RESOLVED = Path("resolved")
 NAME = re.compile(r"[a-z0-9_]+")     # study, condition and profile names: used in paths and stage names
 
@@ -47,8 +60,8 @@ NAME = re.compile(r"[a-z0-9_]+")     # study, condition and profile names: used 
 
 class ShapesData(Strict):
     seed: int
-    n_train: Annotated[int, Field(ge=10)]
-    n_test: Annotated[int, Field(ge=10)]
+    n_train: Images
+    n_test: Images
     clutter: Annotated[int, Field(ge=0, le=20)]       # distractor blobs per image
     texture: Annotated[float, Field(ge=0, le=1)]      # amplitude of the background stripes
     noise: Annotated[float, Field(ge=0, le=1)]        # per-pixel Gaussian noise
@@ -56,15 +69,15 @@ class ShapesData(Strict):
 
 class Shapes4Data(Strict):
     seed: int
-    n_train: Annotated[int, Field(ge=10)]
-    n_test: Annotated[int, Field(ge=10)]
+    n_train: Images
+    n_test: Images
 
 
 class GlyphsData(Strict):
     """glyphs100 (src/contrastive/glyphs.py): 100 stroke glyphs in 10 families; its difficulty knobs."""
     seed: int
-    n_train: Annotated[int, Field(ge=10)]
-    n_test: Annotated[int, Field(ge=10)]
+    n_train: Images
+    n_test: Images
     jitter: Annotated[float, Field(ge=0, le=0.5)]       # sd of each stroke's own shift (glyph units)
     warp: Annotated[float, Field(ge=0, le=0.5)]         # amplitude of the smooth warp (glyph units)
     rotation: Annotated[float, Field(ge=0, le=45)]      # max rotation, degrees
@@ -91,8 +104,8 @@ class FolderData(Strict):
 class SameClassShare(Strict):
     """The manifests' share of in-batch negatives that share the anchor's class
     (replication.run.datasets.same_class_negatives)."""
-    batch: Annotated[int, Field(ge=2)]
-    batches: Annotated[int, Field(ge=2)]              # two at least: the measured share's standard error
+    batch: Batch
+    batches: Annotated[int, Field(ge=2, le=100_000)]  # two at least: the measured share's standard error
     seed: int
 
 
@@ -111,44 +124,44 @@ class DataParams(Strict):
 
 class NtXentExample(Strict):
     loss_tau: PositiveFloat
-    taus: Annotated[list[PositiveFloat], Field(min_length=1)]
+    taus: Annotated[list[PositiveFloat], Field(min_length=1, max_length=MAX_LIST)]
     fd_step: Annotated[float, Field(gt=0, lt=1e-2)]
 
 
 class ShapeTest(Strict):
     """Same shape with nuisances redrawn against another shape with the same nuisances (match_by_shape)."""
-    images: Annotated[int, Field(ge=2)]
+    images: Annotated[int, Field(ge=2, le=MAX_IMAGES)]
     seed: Annotated[int, Field(ge=0)]
 
 
 class TinySimCLR(Strict):
     seeds: Seeds
-    steps: Count
-    batch: Annotated[int, Field(ge=2)]
+    steps: Steps
+    batch: Batch
     tau: PositiveFloat
     threads: Threads
     thread_check_seed: Annotated[int, Field(ge=0)]
-    thread_counts: Annotated[list[Threads], Field(min_length=1)]
+    thread_counts: Annotated[list[Threads], Field(min_length=1, max_length=MAX_LIST)]
     shape_test: ShapeTest
 
 
 class Toy2D(Strict):
     seeds: Seeds
-    taus: Annotated[list[PositiveFloat], Field(min_length=1)]
-    steps: Count
-    batch: Annotated[int, Field(ge=2)]
+    taus: Annotated[list[PositiveFloat], Field(min_length=1, max_length=MAX_LIST)]
+    steps: Steps
+    batch: Batch
     lr: PositiveFloat
-    n_eval: Annotated[int, Field(ge=20)]
-    n_classes: Annotated[int, Field(ge=2)]
+    n_eval: Annotated[int, Field(ge=20, le=MAX_IMAGES)]
+    n_classes: Annotated[int, Field(ge=2, le=1000)]
     class_spread: Annotated[float, Field(ge=0)]       # sd of a sample's own offset from its class centre
     view_noise: Annotated[float, Field(ge=0)]         # sd of the noise an augmentation adds
-    knn_k: Count
+    knn_k: Annotated[int, Field(ge=1, le=MAX_IMAGES)]
     sweep_view_noise: list[Annotated[float, Field(ge=0)]]    # view noises swept, the class spread re-fitted at each
     calibration_seeds: Seeds
     calibration_knn: Annotated[float, Field(gt=0, lt=1)]     # the untrained 10-NN accuracy the fit matches
 
 
-PositiveFloats = Annotated[list[PositiveFloat], Field(min_length=1)]
+PositiveFloats = Annotated[list[PositiveFloat], Field(min_length=1, max_length=MAX_LIST)]
 
 
 class MiBound(Strict):
@@ -158,7 +171,7 @@ class MiBound(Strict):
     batch_sizes: Annotated[list[Annotated[int, Field(ge=2, le=1_000_000)]], Field(min_length=1)]   # K candidates
     critic_scales: PositiveFloats                     # critic = scale x log p(y|x)/p(y); 1 is the optimal critic
     check_batch_sizes: Annotated[list[Annotated[int, Field(ge=2, le=4096)]], Field(min_length=1)]
-    check_batches: Annotated[int, Field(ge=2)]
+    check_batches: Annotated[int, Field(ge=2, le=100_000)]
     tight_within: PositiveFloat                       # nats: a gap at most this is "tight"
     zero_loss_within: PositiveFloat                   # nats: a loss at most this has "reached zero"
     seed: Annotated[int, Field(ge=0)]
@@ -171,7 +184,7 @@ class MiBound(Strict):
 
 
 class CollapseBatch(Strict):
-    pairs: Annotated[int, Field(ge=2)]
+    pairs: Annotated[int, Field(ge=2, le=MAX_BATCH)]
     classes: Annotated[int, Field(ge=2, le=1000)]
 
 
@@ -184,7 +197,7 @@ class CollapseFloor(Strict):
 class Decomposition(Strict):
     """Fixed embeddings on S^2: a von Mises-Fisher mixture, each point with a positive drawn around it."""
     points: Annotated[int, Field(ge=10, le=20_000)]
-    classes: Count
+    classes: Annotated[int, Field(ge=1, le=1000)]
     class_kappa: PositiveFloat
     view_kappa: PositiveFloat
     taus: PositiveFloats
@@ -223,17 +236,17 @@ class RunConfig(Strict):
     tau_plus: Annotated[float, Field(ge=0, lt=1)] | None   # debiased NT-Xent's class prior (only there)
     normalize: bool
     head: Literal["none", "linear", "mlp"]
-    proj_dim: Count                                   # z's width for a linear or MLP head
-    batch: Annotated[int, Field(ge=2)]
+    proj_dim: Annotated[int, Field(ge=1, le=8192)]    # z's width for a linear or MLP head
+    batch: Batch
     negatives_kept: Count | None                      # NT-Xent: k negatives per anchor (None: all 2N - 2)
-    steps: Count                                      # the study's budget: claims read the run at this step
-    ladder: list[Count]                               # later rungs: training goes on to the last, with a checkpoint at each
+    steps: Steps                                      # the study's budget: claims read the run at this step
+    ladder: Annotated[list[Steps], Field(max_length=MAX_LIST)]                             # later rungs: training goes on to the last, with a checkpoint at each
     lr: PositiveFloat
     schedule: Literal["constant", "cosine"]
     margin: Annotated[float, Field(ge=0)]             # margin-triplet loss
     momentum: Annotated[float, Field(ge=0, le=1)]     # MoCo key encoder / memory bank update
-    queue: Count                                      # MoCo queue length K, bank negatives
-    bn_groups: Count                                  # simulated devices, each with its own BN
+    queue: Annotated[int, Field(ge=1, le=MAX_IMAGES)]  # MoCo queue length K, bank negatives
+    bn_groups: Annotated[int, Field(ge=1, le=MAX_BATCH)]                                 # simulated devices, each with its own BN
     ranks: Annotated[int, Field(ge=1, le=64)]         # processes sharing the batch (torch.distributed)
     shuffle_bn: bool
     supcon_inside: bool
@@ -294,7 +307,7 @@ class RunConfig(Strict):
     @model_validator(mode="after")
     def _ladder_after_steps(self):
         if any(b <= a for a, b in zip([self.steps, *self.ladder], self.ladder)):
-            raise ValueError(f"ladder {self.ladder} must rise above steps ({self.steps})")
+            raise ValueError(f"ladder {excerpt(self.ladder)} must rise above steps ({self.steps})")
         if self.ladder and self.schedule != "constant":
             raise ValueError("a ladder needs schedule: constant (a rung of a longer cosine run is not a shorter run)")
         return self
@@ -337,16 +350,16 @@ class PretrainParams(Strict):
 
 
 class EvaluateParams(Strict):
-    n_labelled: Annotated[int, Field(ge=4)]     # labelled images for the probes when labels_per_class is None
-    labels_per_class: Count | None              # a seeded draw of this many labelled images of each class
-    n_test: Annotated[int, Field(ge=4)]
-    n_views: Annotated[int, Field(ge=4)]        # the first n_views test images: views, rotations, grayscale
-    probe_steps: Count
+    n_labelled: Annotated[int, Field(ge=4, le=MAX_IMAGES)]   # labelled images for the probes when labels_per_class is None
+    labels_per_class: Annotated[int, Field(ge=1, le=MAX_IMAGES)] | None   # a seeded draw of this many labelled images of each class
+    n_test: Annotated[int, Field(ge=4, le=MAX_IMAGES)]
+    n_views: Annotated[int, Field(ge=4, le=MAX_IMAGES)]      # the first n_views test images: views, rotations, grayscale
+    probe_steps: Steps
     probe_lr: PositiveFloat
     probe_l2: Annotated[float, Field(ge=0)]
     probe_standardize: bool
-    knn_k: Count
-    wknn_k: Count
+    knn_k: Annotated[int, Field(ge=1, le=MAX_IMAGES)]
+    wknn_k: Annotated[int, Field(ge=1, le=MAX_IMAGES)]
     wknn_t: PositiveFloat
 
     @model_validator(mode="after")
@@ -361,15 +374,15 @@ class DeterminismParams(Strict):
     """One short pretraining of a condition, repeated, and at other thread counts."""
     condition: str
     seed: Annotated[int, Field(ge=0)]
-    steps: Count
-    thread_counts: Annotated[list[Threads], Field(min_length=1)]
+    steps: Steps
+    thread_counts: Annotated[list[Threads], Field(min_length=1, max_length=MAX_LIST)]
 
 
 class ControlParams(Strict):
     """BatchNorm statistics re-estimated before every probe on this many consecutive batches of
     training images (src/replication/run/calibration.py); the step-0 one is the calibrated control."""
-    bn_batches: Count
-    bn_batch_size: Annotated[int, Field(ge=2)]
+    bn_batches: Annotated[int, Field(ge=1, le=10_000)]
+    bn_batch_size: Batch
 
 
 class Params(Strict):
@@ -518,7 +531,7 @@ def check_name(name, where):
     """A study, condition or profile name becomes a path (resolved/pretrain/<study>.json) and a DVC
     stage name (pretrain@<study>), so only [a-z0-9_] is allowed: no '..', '/', space or capital."""
     if not (isinstance(name, str) and NAME.fullmatch(name)):
-        raise ParamsError(f"{where}: name {name!r} may hold only lower-case letters, digits and _")
+        raise ParamsError(f"{where}: name {excerpt(name)} may hold only lower-case letters, digits and _")
 
 
 def _check_conditions(params):
@@ -538,13 +551,13 @@ def _check_conditions(params):
             overrides = dict(overrides or {})
             label = overrides.pop("label", name)
             if not isinstance(label, str):
-                raise ParamsError(f"{where}.label: must be text (got {label!r})")
+                raise ParamsError(f"{where}.label: must be text (got {excerpt(label)})")
             try:
                 params.pretrain.run_config(name)
             except ValidationError as e:
                 raise ParamsError(_one_line(e, RunConfig, where)) from None
     if params.determinism.condition not in seen:
-        raise ParamsError(f"determinism.condition: {params.determinism.condition!r} is not a condition of "
+        raise ParamsError(f"determinism.condition: {excerpt(params.determinism.condition)} is not a condition of "
                           "pretrain.studies")
 
 
@@ -563,9 +576,9 @@ def parse_params(raw, source="params.yaml"):
         except ParamsError as e:
             raise ParamsError(f"{source}: {e}") from None
         if not isinstance(overrides, dict | None):
-            raise ParamsError(f"{source}: profiles.{name}: must be a mapping of overrides (got {overrides!r})")
+            raise ParamsError(f"{source}: profiles.{name}: must be a mapping of overrides (got {excerpt(overrides)})")
     if profile not in profiles:
-        raise ParamsError(f"{source}: profile: unknown profile {profile!r}; allowed: {', '.join(profiles)}")
+        raise ParamsError(f"{source}: profile: unknown profile {excerpt(profile)}; allowed: {', '.join(profiles)}")
     params = _with_profile(raw, profile, source)
     for other in profiles:      # an inactive profile is checked too: it breaks nothing until selected
         if other != profile:
@@ -597,6 +610,8 @@ def read_params(path="params.yaml"):
         raise ParamsError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     except DuplicateKeyError as e:
         raise ParamsError(f"{path}: {e}; keep one of them") from None
+    except ExpansionError as e:
+        raise ParamsError(f"{path}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

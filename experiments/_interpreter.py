@@ -1,0 +1,14 @@
+"""The first import of every stage: a stage started by an interpreter without the project's packages
+(a shell where .venv is not active, so DVC's `python` is the system one) says so in one line and
+exits with status 2 before anything is read or written, instead of a traceback. Standard library
+only, and no stage depends on it in dvc.yaml: it changes no result."""
+import importlib.util
+import sys
+
+NEEDED = ("torch", "numpy", "pydantic", "yaml", "contrastive", "replication")
+
+missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
+if missing:
+    print(f"error: {sys.executable} is not the project's interpreter (it lacks {', '.join(missing)}); run "
+          "stages with `make repro`, or `source .venv/bin/activate` first", file=sys.stderr)
+    raise SystemExit(2)
