@@ -248,6 +248,9 @@ def failed(names):
             for r in bad.itertuples())) + "</p>")
 
 
+SEEDS = "each seed a dot, the mean and its 95% t-interval a bar"
+
+
 def arm_figure(section_claims):
     """Every arm the section's claims read, per seed, as judged (at the verdict's rung): one panel
     per figure and rung, one column per condition."""
@@ -258,9 +261,7 @@ def arm_figure(section_claims):
     fig = figures.arm_panels(rows, panels, label, LEVEL)
     names = list(dict.fromkeys(r["condition"] for r in rows))
     show(f"The arms this section's claims read, per seed, at the rung each verdict reads ({len(panels)} panels)",
-         f"Each panel one figure at one training length (the claims' own rung; 'budget': the study's last step), "
-         f"one column per condition ({len(names)} in all); every seed a dot, the mean and its 95% t-interval a "
-         "bar.", fig)
+         f"The {len(names)} conditions its claims read, at the verdicts' rungs; {SEEDS}.", fig)
 
 
 def ladder_figure(names):
@@ -282,8 +283,7 @@ def ladder_figure(names):
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     show("Linear probe on h against training steps for each condition of this section with a ladder",
-         f"{len(laddered)} conditions with checkpoints at several rungs: the linear probe on h, mean and 95% "
-         "t-interval over seeds, at each rung (log axis).", fig)
+         "Linear probe on h at each rung: mean and 95% t-interval over seeds.", fig)
 
 
 def alignment_uniformity_plane():

@@ -99,9 +99,13 @@ def poisoned_copy(folder):
     poisoned[0].update(frozen_verdict="reproduced", amended=[{"date": "2026-12-03" + PAYLOAD, "what": PAYLOAD,
                                                               "why": PAYLOAD, "post_registration": True}])
     claims.write_text(json.dumps(poisoned))
-    record = {"date": "2026-12-02" + PAYLOAD, "sha256": {"params.yaml" + PAYLOAD: "a1" + PAYLOAD},
-              "rules_sha256": PAYLOAD, "rules": {}, "claims": {}}
+    digest = "a1" * 32            # the record's dates and digests are schema-checked; its paths and texts are not
+    record = {"date": "2026-12-02", "sha256": {"params.yaml" + PAYLOAD: digest},
+              "rules_sha256": digest, "rules": {}, "claims": {}}
     (folder / "analysis" / "registration.json").write_text(json.dumps(record))
+    amendment = {"date": "2026-12-02", "registration": "2026-12-02", "what": "moved" + PAYLOAD, "why": PAYLOAD,
+                 "verdicts_identical": True, "claims_json_sha256": digest, "sha256": {"io.py" + PAYLOAD: digest}}
+    (folder / "analysis" / "registration_amendments.json").write_text(json.dumps([amendment]))
     summary = folder / "reports" / "summary.json"
     summary.write_text(json.dumps({**json.loads(summary.read_text()), "registered_on": record["date"]}))
     stage_times = folder / "reports" / "stage_times.json"
@@ -154,8 +158,8 @@ def test_the_payload_reaches_the_page_only_as_text(poisoned):
     page = (poisoned / "reports" / "report.html").read_text()
     assert live_markup(page) == []
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page        # it is there, escaped: the test reached it
-    for reached in ("Rules registered on 2026-12-02&lt;script&gt;", "<code>params.yaml&lt;script&gt;",
-                    "&lt;script&gt;alert(x)&lt;/script&gt;"):    # the registration, and `ours` of the setup table
+    for reached in ("<code>params.yaml&lt;script&gt;", "moved&lt;script&gt;", "<code>io.py&lt;script&gt;",
+                    "&lt;script&gt;alert(x)&lt;/script&gt;"):    # the registration, its amendment, the setup table
         assert reached in page
 
 

@@ -60,9 +60,9 @@ VERDICT_RULES = [   # (verdict, rule): one source for README and the report
                           "reproduced only"),
 ]
 MAGNITUDES = {   # where the published effect lies against our interval: the replication's second criterion
-    "inside": "published effect inside our interval",
-    "below": "published effect below our interval (ours larger)",
-    "above": "published effect above our interval (ours smaller)",
+    "inside": "published inside ours",
+    "below": "ours larger than published",
+    "above": "ours smaller than published",
 }
 DOCUMENT_VERDICTS = [
     ("exact match", "a printed number reproduced to half a unit of its last printed digit"),

@@ -369,8 +369,10 @@ def code_amendments(amendments):
         items.append(f"<li>{head} From then on the judged files are checked against these hashes.<details><summary>"
                      f"The {len(a.get('sha256', {}))} judged files as amended</summary><table class='registered'>"
                      f"<tr><th>file</th><th>sha256</th></tr>{files}</table></details></li>")
-    return (f"<p>{len(amendments)} code amendment(s) of the registration "
-            f"(analysis/registration_amendments.json):</p><ul>{''.join(items)}</ul>")
+    moved = sum(bool(a.get("frozen_verdicts")) for a in amendments)
+    return (f"<details class='deviations'><summary>{len(amendments)} amendment(s) of the registration's code "
+            f"(analysis/registration_amendments.json): {len(amendments) - moved} moved code without moving a "
+            f"verdict, {moved} changed rules</summary><ul>{''.join(items)}</ul></details>")
 
 
 def post_registration_table(claims):
