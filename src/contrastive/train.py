@@ -19,6 +19,7 @@ from .distributed import data_parallel, local_slice, mean_over_ranks, rank
 COLLAPSE_STD = 1e-3     # per-dimension std of normalised embeddings below this means collapse
 CHECK_EVERY = 25        # steps between collapse checks
 RECENT = 10             # steps averaged in the loss handed to a snapshot
+DECAY_SHARE = 0.2       # "wsd": the share of the steps over which the learning rate decays to 0
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class TrainSettings:
     steps: int
     batch: int
     lr: float = 1e-3
-    schedule: str = "constant"      # or "cosine"
+    schedule: str = "constant"      # or "cosine", or "wsd" (constant, then a linear decay to 0 over the last DECAY_SHARE)
     blur: bool = False
     colour: bool = True
     colour_strength: float = 1.0
@@ -55,11 +56,43 @@ def peak_rss_mb():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def wsd_factor(step, steps, share=DECAY_SHARE):
+    """The learning rate's factor before update `step` (0-based) of `steps` under warmup-stable-decay
+    without warm-up: 1 until the last `share` of the steps, then falling linearly to 0 at the end.
+    A run decayed this way is the constant-rate run, update for update, until its decay starts."""
+    decay = max(1, round(share * steps))
+    return min(1.0, (steps - step) / decay)
+
+
 def optimizer(method, cfg):
-    """Adam over the trainable parameters, and the cosine schedule if asked for (else None)."""
+    """Adam over the trainable parameters, and the schedule if not constant (else None): cosine to 0,
+    or wsd (constant, then linear to 0 over the last DECAY_SHARE of the steps)."""
     opt = torch.optim.Adam([p for p in method.parameters() if p.requires_grad], lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps) if cfg.schedule == "cosine" else None
-    return opt, sched
+    schedules = {
+        "cosine": lambda: torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps),
+        "wsd": lambda: torch.optim.lr_scheduler.LambdaLR(opt, lambda step: wsd_factor(step, cfg.steps)),
+    }
+    return opt, schedules[cfg.schedule]() if cfg.schedule in schedules else None
+
+
+def in_bf16(module):
+    """Run `module` under bfloat16 autocast on its device and hand its output on in float32, so that
+    whatever follows it (the loss, the similarity matrix) is computed in float32. Patches the
+    instance's forward: the state dict, and so every checkpoint, is unchanged."""
+    forward = module.forward
+
+    def forward_in_bf16(x):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+            return forward(x).float()
+    module.forward = forward_in_bf16
+    return module
+
+
+def encoders_in_bf16(method):
+    """The method's encoder and head (and MoCo's key copies of them) under bfloat16 autocast."""
+    for name in ("f", "g", "f_k", "g_k"):
+        if isinstance(getattr(method, name, None), torch.nn.Module):
+            in_bf16(getattr(method, name))
 
 
 def augment_options(cfg):
@@ -94,7 +127,7 @@ def stop_reason(step, loss, z):
 
 
 def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=None, desc="pretrain",
-          progress=True):
+          progress=True, precision="fp32"):
     """Adam on the method's loss for cfg.steps batches of cfg.batch images (a TrainSettings or a
     RunConfig), drawn with replacement.
 
@@ -103,7 +136,8 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     recent_loss None) and after every completed step, with the mean loss of the last RECENT steps,
     so that a caller can save checkpoints at the steps it wants; it must not draw from any
     generator. device: where the model runs (the data stay on the CPU and each batch is
-    moved); amp: bfloat16 autocast on CUDA. Under torch.distributed, cfg.batch is the global batch:
+    moved); amp: bfloat16 autocast of the whole step on CUDA; precision "bf16": the encoder and head
+    under bfloat16 autocast on any device, the loss in float32 (in_bf16). Under torch.distributed, cfg.batch is the global batch:
     every rank draws the same indices and views and trains on its own slice, BN spans every rank
     where the method wants global BN, and DistributedDataParallel averages the gradients
     (src/contrastive/distributed.py). Stops early on a NaN/inf loss (status 'diverged') or
@@ -114,6 +148,8 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     method.to(device)
     if cfg.channels_last:
         method.to(memory_format=torch.channels_last)
+    if precision == "bf16":
+        encoders_in_bf16(method)
     model = data_parallel(method, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16,
                               enabled=amp and device.type == "cuda" and torch.cuda.is_bf16_supported())

@@ -242,7 +242,7 @@ class RunConfig(Strict):
     steps: Steps                                      # the study's budget: claims read the run at this step
     ladder: Annotated[list[Steps], Field(max_length=MAX_LIST)]                             # later rungs: training goes on to the last, with a checkpoint at each
     lr: PositiveFloat
-    schedule: Literal["constant", "cosine"]
+    schedule: Literal["constant", "cosine", "wsd"]
     margin: Annotated[float, Field(ge=0)]             # margin-triplet loss
     momentum: Annotated[float, Field(ge=0, le=1)]     # MoCo key encoder / memory bank update
     queue: Annotated[int, Field(ge=1, le=MAX_IMAGES)]  # MoCo queue length K, bank negatives

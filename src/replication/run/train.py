@@ -50,15 +50,16 @@ def training_tasks(study):
     return sorted(tasks, key=lambda t: -t[2].rungs[-1] * t[2].batch * t[2].ranks)
 
 
-def train_run(seed, condition, cfg, execution, data_settings, data_dir="data"):
+def train_run(seed, condition, cfg, execution, data_settings, data_dir="data", precision="fp32"):
     """One training run to the condition's last rung: (record, {step: state_dict} at each rung
     reached). The record holds, per rung, the mean training loss of the steps just before it
     (`rung_loss`), and the final value of every learned scalar (SigLIP's log t and b); a learned
     temperature also as itself, at each rung (`rung_tau`) and at the end (`tau_final`). A diverged
     or collapsed run stops early and keeps the checkpoints of the rungs it reached. A condition
-    with ranks > 1 runs in that many gloo processes (unless already launched by torchrun)."""
+    with ranks > 1 runs in that many gloo processes (unless already launched by torchrun). precision:
+    "fp32", or "bf16" for the encoder and head under bfloat16 autocast (contrastive.train.train)."""
     if cfg.ranks > 1 and world_size() == 1:
-        return run_on_ranks(cfg.ranks, train_run, seed, condition, cfg, execution, data_settings, data_dir)
+        return run_on_ranks(cfg.ranks, train_run, seed, condition, cfg, execution, data_settings, data_dir, precision)
     torch.set_num_threads(execution.threads)
     device = select_device(execution.device)
     data = dataset_for(cfg.dataset, data_settings, data_dir)
@@ -77,7 +78,7 @@ def train_run(seed, condition, cfg, execution, data_settings, data_dir="data"):
         method = build_method(cfg, n_data=len(data["x_train"]), n_classes=len(data["classes"]))
         to_top = cfg.model_copy(update={"steps": cfg.rungs[-1], "ladder": []})
         record = train(method, data["x_train"], data["y_train"], gen, to_top, device=device, amp=execution.amp,
-                       snapshot=snapshot, desc=f"{condition} seed {seed}")
+                       snapshot=snapshot, desc=f"{condition} seed {seed}", precision=precision)
     if cfg.method == "moco":   # the key encoder averages over about 1 / (1 - m) steps
         horizon = math.inf if cfg.momentum == 1 else 1 / (1 - cfg.momentum)
         record["key_horizon_steps"] = None if math.isinf(horizon) else horizon

@@ -1,0 +1,214 @@
+"""Pilots of the training protocol, before the second registered run adopts it (short runs, never the
+pipeline; reports/pilot/):
+
+    python -m tools.pilot_protocol precision [--steps 1200] [--seeds 0 1 2 3 4]
+    python -m tools.pilot_protocol schedule  [--rungs 1200 2400] [--seeds 0 1]
+
+precision: the default arm and three registered contrasts (h - z; tau 0.1 - tau 1.0; SupCon L_out - L_in,
+each on the linear probe the claim reads) trained at `steps` over the seeds, once in float32 and once
+with the encoder and head under bfloat16 autocast (the loss in float32), evaluated in float32 as
+evaluate@ does (BatchNorm calibrated). bf16 is adopted only if every effect moves by less than half its
+float32 interval (its half-width), and never mixed within a run.
+
+schedule: the default arm on the constant learning rate with a checkpoint at each rung, against a run
+decayed to each rung (warmup-stable-decay: the constant run until the last 20% of the rung's steps,
+then linear to 0, contrastive.train.wsd_factor); decayed rungs are adopted only if they gain more than
+the seed-to-seed spread of the gain.
+
+Runs go to two worker processes of one torch thread each; each finished run is added to
+reports/pilot/<pilot>_runs.json at once, and a rerun skips the runs already there, so an interrupted
+pilot goes on where it stopped.
+"""
+import argparse
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy import stats
+
+from replication.io import cpu_model, read_json, write_json
+from replication.run.calibration import recalibrate_bn
+from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
+from replication.run.datasets import dataset_for
+from replication.run.evaluate import evaluate_method, method_from_state
+from replication.run.train import train_run
+
+OUT = Path("reports/pilot")
+LEVEL = 0.95   # the registry's confidence level (judge.verdicts.level of alpha 0.025 each side)
+
+# arm -> (study, condition) of the resolved configuration
+ARMS = {"simclr": ("simclr_mocov2", "simclr"), "simclr_tau01": ("temperature", "simclr_tau01"),
+        "simclr_tau1": ("temperature_high", "simclr_tau1"), "supcon_out": ("supcon", "supcon_out"),
+        "supcon_in": ("supcon", "supcon_in")}
+# contrast -> ((arm, probe key), (arm, probe key)): a minus b, paired by seed
+CONTRASTS = {"h - z (simclr-h-beats-z)": (("simclr", "h.linear"), ("simclr", "z.linear")),
+             "tau 0.1 - tau 1.0 (simclr-temperature)": (("simclr_tau01", "h.linear"), ("simclr_tau1", "h.linear")),
+             "L_out - L_in (supcon-out-beats-in)": (("supcon_out", "h.linear"), ("supcon_in", "h.linear"))}
+
+
+def leaf(metrics, key):
+    for part in key.split("."):
+        metrics = metrics[part]
+    return metrics
+
+
+def run_one(arm, seed, steps, schedule, precision, full_labels=False):
+    """Train one arm to `steps` (checkpoints at every step in `steps`), evaluate each checkpoint
+    (full_labels: with the all-label linear probe too)."""
+    torch.set_num_threads(1)
+    study_name, condition = ARMS[arm]
+    study = read_resolved(f"pretrain/{study_name}", StudyConfig)
+    top, ladder = steps[0], list(steps[1:])
+    cfg = study.conditions[condition].model_copy(update={"steps": top, "ladder": ladder, "schedule": schedule})
+    start = time.perf_counter()
+    record, states = train_run(seed, condition, cfg, study.execution, study.data, precision=precision)
+    train_s = time.perf_counter() - start
+    ev = read_resolved("evaluate", EvaluateConfig)
+    data = dataset_for(cfg.dataset, study.data)
+    at = {}
+    for step in steps:
+        method = method_from_state(cfg, states[step], record["n_data"], record["n_classes"])
+        recalibrate_bn([method.f, method.g], data["x_train"], ev.control.bn_batches, ev.control.bn_batch_size)
+        metrics = evaluate_method(method, cfg, data, ev.evaluate, seed, budget=full_labels)
+        at[str(step)] = {"h": metrics["h"], "z": metrics["z"]}
+    return {"arm": arm, "seed": seed, "schedule": schedule, "precision": precision, "status": record["status"],
+            "steps": list(steps), "train_s": round(train_s, 1), "loss_curve": record["loss_curve"], "at": at}
+
+
+def run_key(task):
+    arm, seed, steps, schedule, precision = task[:5]
+    return f"{arm}|{seed}|{'-'.join(map(str, steps))}|{schedule}|{precision}"
+
+
+def run_all(tasks, path, workers=2):
+    """Every task's run, the ones already in `path` kept, each new one written as it finishes."""
+    done = read_json(path) if path.exists() else {}
+    todo = [t for t in tasks if run_key(t) not in done]
+    print(f"{len(tasks) - len(todo)} runs already in {path}, {len(todo)} to go", flush=True)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(run_one, *task): task for task in todo}
+        for future in as_completed(futures):
+            done[run_key(futures[future])] = future.result()
+            write_json(path, done)
+            print(f"done {run_key(futures[future])} ({len(done)}/{len(tasks)})", flush=True)
+    return [done[run_key(t)] for t in tasks]
+
+
+def interval(diffs):
+    """Mean and the t-interval's half-width of paired differences, in points."""
+    diffs = 100 * np.asarray(diffs)
+    half = stats.t.ppf(0.5 + LEVEL / 2, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
+    return float(diffs.mean()), float(half)
+
+
+def precision_pilot(args):
+    tasks = [(arm, seed, (args.steps,), "constant", precision)
+             for precision in ("fp32", "bf16") for arm in ARMS for seed in args.seeds]
+    runs = run_all(tasks, OUT / "precision_runs.json")
+    value = {(r["arm"], r["seed"], r["precision"]): r["at"][str(args.steps)] for r in runs}
+    seconds = {p: sum(r["train_s"] for r in runs if r["precision"] == p) for p in ("fp32", "bf16")}
+    contrasts = {}
+    for name, ((arm_a, key_a), (arm_b, key_b)) in CONTRASTS.items():
+        row = {}
+        for precision in ("fp32", "bf16"):
+            diffs = [leaf(value[arm_a, s, precision], key_a) - leaf(value[arm_b, s, precision], key_b) for s in args.seeds]
+            mean, half = interval(diffs)
+            row[precision] = {"effect_points": mean, "half_width_points": half, "per_seed_points": [100 * d for d in diffs]}
+        row["moved_points"] = row["bf16"]["effect_points"] - row["fp32"]["effect_points"]
+        row["within_half_interval"] = abs(row["moved_points"]) < row["fp32"]["half_width_points"]
+        contrasts[name] = row
+    arms = {arm: {p: {"h.linear_mean": float(np.mean([value[arm, s, p]["h"]["linear"] for s in args.seeds]))}
+                  for p in ("fp32", "bf16")} for arm in ARMS}
+    out = {"pilot": "precision", "steps": args.steps, "seeds": args.seeds, "cpu": cpu_model(), "threads": 1,
+           "workers": 2, "train_seconds": seconds, "bf16_speedup": seconds["fp32"] / seconds["bf16"],
+           "contrasts": contrasts, "arms": arms, "adopt_bf16": all(c["within_half_interval"] for c in contrasts.values())}
+    write_json(OUT / "precision.json", out)
+    (OUT / "precision.md").write_text(precision_markdown(out))
+    print((OUT / "precision.md").read_text())
+
+
+def precision_markdown(out):
+    lines = ["# Pilot: bfloat16 autocast against float32", "",
+             f"{out['steps']} steps at batch 128, seeds {out['seeds']}, glyphs100, one torch thread per run, two runs "
+             f"at a time ({out['cpu']}). The encoder and head under bf16 autocast, the loss in fp32; every probe in "
+             "fp32 with BatchNorm calibrated. Effects in points, 95% t-intervals over the paired seeds.", "",
+             "| contrast | fp32 | bf16 | moved | half of the fp32 interval | within |", "|---|---|---|---|---|---|"]
+    for name, c in out["contrasts"].items():
+        f, b = c["fp32"], c["bf16"]
+        lines.append(f"| {name} | {f['effect_points']:+.2f} ± {f['half_width_points']:.2f} | {b['effect_points']:+.2f} ± "
+                     f"{b['half_width_points']:.2f} | {c['moved_points']:+.2f} | {f['half_width_points']:.2f} | "
+                     f"{'yes' if c['within_half_interval'] else 'no'} |")
+    lines += ["", "| arm | h linear, fp32 | h linear, bf16 |", "|---|---|---|"]
+    lines += [f"| {arm} | {100 * a['fp32']['h.linear_mean']:.1f}% | {100 * a['bf16']['h.linear_mean']:.1f}% |"
+              for arm, a in out["arms"].items()]
+    lines += ["", f"Training time summed over the runs: fp32 {out['train_seconds']['fp32'] / 60:.1f} min, bf16 "
+              f"{out['train_seconds']['bf16'] / 60:.1f} min: bf16 at {out['bf16_speedup']:.2f}x the speed of fp32 "
+              "(whole training loop, two runs sharing the machine).", "",
+              f"Decision rule (fixed before the runs): adopt bf16 only if every effect moves by less than half its fp32 "
+              f"interval. Adopt: **{'yes' if out['adopt_bf16'] else 'no'}**.", ""]
+    return "\n".join(lines)
+
+
+def schedule_pilot(args):
+    rungs = tuple(args.rungs)
+    tasks = [("simclr", seed, rungs, "constant", "fp32", True) for seed in args.seeds]
+    tasks += [("simclr", seed, (rung,), "wsd", "fp32", True) for rung in reversed(rungs) for seed in args.seeds]
+    runs = run_all(tasks, OUT / "schedule_runs.json")
+    by = {(r["schedule"], r["seed"], rung): r["at"][str(rung)] for r in runs for rung in r["steps"]}
+    table = {}
+    for rung in rungs:
+        for probe in ("linear", "linear_full", "knn"):
+            const = [by["constant", s, rung]["h"][probe] for s in args.seeds]
+            decayed = [by["wsd", s, rung]["h"][probe] for s in args.seeds]
+            gains = [100 * (d - c) for d, c in zip(decayed, const)]
+            table[f"{rung}|{probe}"] = {"rung": rung, "probe": probe, "constant": const, "decayed": decayed,
+                                        "gain_points": gains, "mean_gain_points": float(np.mean(gains)),
+                                        "seed_spread_points": float(np.ptp(gains)) if len(gains) > 1 else None}
+    linear = [row for row in table.values() if row["probe"] == "linear"]
+    adopt = all(row["mean_gain_points"] > (row["seed_spread_points"] or 0) for row in linear)
+    out = {"pilot": "schedule", "arm": "simclr", "seeds": args.seeds, "rungs": list(rungs), "decay_share": 0.2,
+           "cpu": cpu_model(), "threads": 1, "rows": table, "adopt_decayed_rungs": adopt}
+    write_json(OUT / "schedule.json", out)
+    (OUT / "schedule.md").write_text(schedule_markdown(out))
+    print((OUT / "schedule.md").read_text())
+
+
+def schedule_markdown(out):
+    lines = ["# Pilot: decayed rungs against constant-rate rungs", "",
+             f"The default arm (SimCLR, tau 0.2, batch 128, Adam at 1e-3), seeds {out['seeds']}, glyphs100 ({out['cpu']}). "
+             "Constant: the constant-rate run's checkpoint at the rung. Decayed: a run to the rung whose learning rate "
+             f"falls linearly to 0 over the last {out['decay_share']:.0%} of its steps (the constant run until then). "
+             "Probes on h, BatchNorm calibrated.", "",
+             "| rung | probe | constant (per seed) | decayed (per seed) | gain, points (per seed) | mean gain | spread |",
+             "|---|---|---|---|---|---|---|"]
+    pct = lambda xs: ", ".join(f"{100 * x:.1f}%" for x in xs)
+    for row in out["rows"].values():
+        spread = "-" if row["seed_spread_points"] is None else f"{row['seed_spread_points']:.2f}"
+        lines.append(f"| {row['rung']:,} | {row['probe']} | {pct(row['constant'])} | {pct(row['decayed'])} | "
+                     f"{', '.join(f'{g:+.2f}' for g in row['gain_points'])} | {row['mean_gain_points']:+.2f} | {spread} |")
+    lines += ["", "Decision rule (fixed before the runs): decayed rungs are adopted only if, on the 20-label linear probe "
+              "the claims read, the mean gain at every rung exceeds the seed-to-seed spread of the gain. Adopt: "
+              f"**{'yes' if out['adopt_decayed_rungs'] else 'no'}**.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="pilot", required=True)
+    precision = sub.add_parser("precision")
+    precision.add_argument("--steps", type=int, default=1200)
+    precision.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    schedule = sub.add_parser("schedule")
+    schedule.add_argument("--rungs", type=int, nargs="+", default=[1200, 2400])
+    schedule.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    args = parser.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    {"precision": precision_pilot, "schedule": schedule_pilot}[args.pilot](args)
+
+
+if __name__ == "__main__":
+    main()
