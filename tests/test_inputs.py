@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,6 +190,24 @@ def test_the_checkpoint_fix_it_suggests_is_a_command_that_works():
     with pytest.raises(CheckpointError) as e:
         load_checkpoint(checkpoint, "record.json", root="/nonexistent")
     assert f"`dvc checkout {checkpoint['path']} --force`" in str(e.value)
+
+
+def test_a_checkpoint_path_that_leads_outside_the_repository_is_refused(tmp_path):
+    """A record whose checkpoint path climbs out of the repository is refused before anything is
+    read, even when a file with the recorded sha256 sits there."""
+    from replication.io import save_torch, sha256
+    from replication.run.evaluate import CheckpointError, load_checkpoint
+    repo, outside = tmp_path / "repo", tmp_path / "outside" / "x.pt"
+    repo.mkdir()
+    save_torch(outside, {"w": torch.zeros(1)})
+    checkpoint = {"path": "../outside/x.pt", "sha256": sha256(outside)}
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(checkpoint, "results/pretrain/s/c/seed_0.json", root=repo)
+    message = str(e.value)
+    assert "\n" not in message and "leads outside the repository" in message and "seed_0.json" in message
+    inside = "artifacts/pretrain/s/c/seed_0/step_0.pt"              # the same file inside is loaded
+    save_torch(repo / inside, {"w": torch.zeros(1)})
+    assert load_checkpoint({**checkpoint, "path": inside}, "r.json", root=repo)["w"].shape == (1,)
 
 
 def test_cifar10_is_found_where_the_readme_says_to_extract_it(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ from .calibration import RULE, recalibrate_bn
 from .config import RunConfig
 from .datasets import dataset_for
 from ..io import cpu_model, read_json, sha256
+from ..schema import excerpt
 
 
 class CheckpointError(Exception):
@@ -53,6 +54,9 @@ def load_checkpoint(checkpoint, record_path, root="."):
     """The state dict of one checkpoint of a training record, checked against its sha256;
     CheckpointError names the file and how to get it back."""
     path = Path(root, checkpoint["path"])
+    if not path.resolve().is_relative_to(Path(root).resolve()):
+        raise CheckpointError(f"{record_path}: checkpoint path {excerpt(checkpoint['path'])} leads outside the "
+                              f"repository; restore the record with `git checkout -- {record_path}`")
     study = Path(checkpoint["path"]).parts[2]
     # --force: without it `dvc checkout` refuses to replace a file it finds modified
     fix = (f"restore it with `dvc checkout {checkpoint['path']} --force` (`dvc pull` it first on a clone "
