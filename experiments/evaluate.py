@@ -66,7 +66,7 @@ def main(argv):
     with stage_outputs(folder, prune=[folder]):
         tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
         try:
-            evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"])
+            evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"], desc=f"evaluate@{study.study}")
         except (CheckpointError, DataError) as e:
             fail(e)
         for run, evaluation in zip(runs, evaluations):

@@ -36,7 +36,7 @@ if __name__ == "__main__":
     outputs = (f"artifacts/pretrain/{study.study}", f"results/pretrain/{study.study}") if rank() == 0 else ()
     with stage_outputs(*outputs, prune=outputs):
         try:
-            for record, states in map_runs(train_run, training_tasks(study), workers):
+            for record, states in map_runs(train_run, training_tasks(study), workers, desc=f"pretrain@{study.study}"):
                 if rank() == 0:
                     save_run(study.study, record, states)
         except DataError as e:

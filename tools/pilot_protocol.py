@@ -30,6 +30,8 @@ import torch
 from scipy import stats
 
 from replication.io import cpu_model, read_json, write_json
+from replication.judge.registry import load_registry
+from replication.judge.verdicts import level
 from replication.run.calibration import recalibrate_bn
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
 from replication.run.datasets import dataset_for
@@ -37,7 +39,6 @@ from replication.run.evaluate import evaluate_method, method_from_state
 from replication.run.train import train_run
 
 OUT = Path("reports/pilot")
-LEVEL = 0.95   # the registry's confidence level (judge.verdicts.level of alpha 0.025 each side)
 
 # arm -> (study, condition) of the resolved configuration
 ARMS = {"simclr": ("simclr_mocov2", "simclr"), "simclr_tau01": ("temperature", "simclr_tau01"),
@@ -99,9 +100,10 @@ def run_all(tasks, path, workers=2):
 
 
 def interval(diffs):
-    """Mean and the t-interval's half-width of paired differences, in points."""
+    """Mean and the t-interval's half-width of paired differences, in points, at the registry's level."""
     diffs = 100 * np.asarray(diffs)
-    half = stats.t.ppf(0.5 + LEVEL / 2, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
+    confidence = level(load_registry().rules)
+    half = stats.t.ppf(0.5 + confidence / 2, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
     return float(diffs.mean()), float(half)
 
 

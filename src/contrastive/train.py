@@ -20,6 +20,7 @@ COLLAPSE_STD = 1e-3     # per-dimension std of normalised embeddings below this 
 CHECK_EVERY = 25        # steps between collapse checks
 RECENT = 10             # steps averaged in the loss handed to a snapshot
 DECAY_SHARE = 0.2       # "wsd": the share of the steps over which the learning rate decays to 0
+PROGRESS_LINE = 0       # the terminal line of this process's progress bar (a worker of several: its own)
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     recent = deque(maxlen=RECENT)
     if snapshot:
         snapshot(0, method, None)
-    for step in tqdm(range(cfg.steps), desc=desc, disable=not progress or rank() > 0, leave=False, mininterval=2):
+    for step in tqdm(range(cfg.steps), desc=desc, disable=not progress or rank() > 0, leave=False, mininterval=2,
+                     position=PROGRESS_LINE):
         v1, v2, labels, index = draw_batch(x_train, y_train, gen, cfg, device)
         with autocast:
             loss, z = model(v1, v2, labels, index)

@@ -12,10 +12,13 @@ single-threaded runs use both cores better than one two-threaded run.
 import math
 import multiprocessing
 import platform
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
+
+import contrastive.train
 
 from contrastive.distributed import run_on_ranks, select_device, world_size
 from contrastive.methods import build_method
@@ -25,14 +28,28 @@ from .datasets import dataset_for
 from ..io import cpu_model, save_torch, sha256, write_json
 
 
-def map_runs(fn, tasks, workers):
-    """[fn(*task) for task in tasks], in up to `workers` spawned processes, results in task order.
-    Tasks are handed out in the given order, so put the longest first."""
+def _take_line(lines):
+    """Worker initialiser: claim the next terminal line below the stage's bar for this worker's own
+    progress bar, so that parallel runs' bars do not overwrite each other."""
+    with lines.get_lock():
+        lines.value += 1
+        contrastive.train.PROGRESS_LINE = lines.value
+
+
+def map_runs(fn, tasks, workers, desc="runs"):
+    """[fn(*task) for task in tasks], in up to `workers` spawned processes, results in task order,
+    with a progress bar of the runs done (`desc`) on stderr, and each worker's own bars one line
+    below it. Tasks are handed out in the given order, so put the longest first."""
     if workers <= 1 or len(tasks) <= 1:
-        return [fn(*task) for task in tasks]
+        return [fn(*task) for task in tqdm(tasks, desc=desc, leave=False, disable=len(tasks) <= 1)]
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
-        return list(pool.map(fn, *zip(*tasks)))
+    lines = context.Value("i", 0)
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context, initializer=_take_line,
+                             initargs=(lines,)) as pool:
+        futures = [pool.submit(fn, *task) for task in tasks]
+        for _ in tqdm(as_completed(futures), total=len(futures), desc=desc, leave=False):
+            pass
+        return [future.result() for future in futures]
 
 
 def run_name(study, condition, seed):
