@@ -293,3 +293,18 @@ def test_labels_for_what_is_not_a_test(tmp_path):
 def test_the_committed_rules_name_every_alternative_the_panel_uses():
     rules = load_registry(REGISTRY).rules
     assert rules["robustness"]["probes"][0] == "linear" and rules["robustness"]["rungs"] == "last doubling"
+
+
+# ---------------------------------------------------------------- what a verdict carries beside it
+
+def test_the_published_effect_is_counted_for_the_literature_only():
+    judged = [{"id": i, "origin": origin, "verdict": "reproduced", "labels": [], "magnitude": place}
+              for i, (origin, place) in enumerate([("literature", "inside"), ("literature", "below"),
+                                                   ("document", "inside")])]
+    counts = judging.summary(judged)
+    assert counts["literature"]["published_effect"] == {"inside": 1, "below": 1, "above": 0}
+    assert "published_effect" not in counts["document"]
+
+
+def test_the_dead_normal_quantile_is_gone():
+    assert not hasattr(verdicts, "normal_quantile")

@@ -207,3 +207,17 @@ def test_a_rule_change_after_registration_shows_each_moved_verdict_post_hoc_besi
     assert first["verdict"] == now and first["frozen_verdict"] == "inconclusive" and "post hoc" in first["labels"]
     assert first["rules_amended"]["what"] == "a new rule"
     assert "frozen_verdict" not in second and "post hoc" not in second["labels"]    # not moved: not post hoc
+
+
+def test_the_analyze_entry_point_checks_the_code_and_judging_does_not(tmp_path, monkeypatch):
+    """judge_registry judges whatever code it runs (tools.register relies on it); analyze checks first."""
+    from replication.judge import registration
+    from replication.judge.judge import judge_registry
+    registered_world(tmp_path)
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
+    with pytest.raises(registration.RegistrationError, match="verdicts.py: differs from the registration"):
+        registration.check_registered_code(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    judged, record = judge_registry(json.loads((tmp_path / "resolved" / "conditions.json").read_text()))
+    assert record is not None and [c["verdict"] for c in judged][0] == "reproduced"

@@ -359,17 +359,16 @@ def judge_all(claims, root=".", rules=None, registered_on=None, documents=()):
     return [_finish(claim, out, rules, registered_on) for claim, out in zip(claims, judged)]
 
 
-def judge_registry(conditions, registry="analysis/claims.yaml", check_code=True):
+def judge_registry(conditions, registry="analysis/claims.yaml"):
     """Every claim of the registry judged on the results of the resolved `conditions`; under a
     registration record, each claim amended after it also judged by its frozen rule
-    (`frozen_verdict`). check_code=False skips the judged code's hashes (tools/register.py, to
-    show that moved code judges alike). Returns (judged, record)."""
+    (`frozen_verdict`). The judged code's hashes are the caller's to check (analyze checks them
+    first, registration.check_registered_code; tools/register.py judges with moved code on purpose).
+    Returns (judged, record)."""
     registered = load_registry(registry, conditions["conditions"])
     rules, claims = registered.rules, registered.claims
     record = registration.load()
     amendments = registration.load_code_amendments() if record else []
-    if record and check_code:
-        registration.check_code(record, amendments)
     frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
     check_inputs(conditions)
     judged = judge_all(claims, rules=rules, registered_on=record and record["date"], documents=registered.documents)
@@ -405,7 +404,9 @@ def _key(text):
 def summary(judged):
     """The headline counts for `dvc metrics show` (keys without spaces): verdicts of the
     literature's claims and of the documents' own examples apart; `not tested` and calibrated
-    figures outside the judged; how many verdicts are robust, post hoc, calibrated."""
+    figures outside the judged; where the published effect lies against our interval, for the
+    literature's judged claims (the documents print no effect to compare); how many verdicts are
+    robust, post hoc, calibrated."""
     out = {"claims": len(judged)}
     for origin in ("literature", "document"):
         mine = [c for c in judged if c["origin"] == origin]
@@ -413,10 +414,11 @@ def summary(judged):
         counts = {}
         for c in judged_here:
             counts[_key(c["verdict"])] = counts.get(_key(c["verdict"]), 0) + 1
-        sizes = Counter(c["magnitude"] for c in judged_here if c.get("magnitude"))
         out[origin] = {"claims": len(mine), "judged": len(judged_here), "verdicts": dict(sorted(counts.items())),
-                       "not_tested": sum(c["verdict"] == "not tested" for c in mine),
-                       "published_effect": {place: sizes.get(place, 0) for place in verdicts.MAGNITUDES}}
+                       "not_tested": sum(c["verdict"] == "not tested" for c in mine)}
+        if origin == "literature":
+            sizes = Counter(c["magnitude"] for c in judged_here if c.get("magnitude"))
+            out[origin]["published_effect"] = {place: sizes.get(place, 0) for place in verdicts.MAGNITUDES}
     labels = [label for c in judged for label in c.get("labels", [])]
     out["labels"] = {_key(name): labels.count(name) for name in
                      ("robust", "calibrated", "post hoc", "realisation", "not converged", "unstable")}

@@ -173,11 +173,12 @@ def frozen_verdicts(amendments):
     return first, (first or {}).get("frozen_verdicts") or {}
 
 
-def check(record, rules, claims, root=".", amendments=()):
-    """{claim id: frozen claim} for every claim amended after registration (to be judged by its
-    frozen rule as well); RegistrationError when a file or claim differs without a logged amendment."""
-    check_code(record, amendments, root)
-    return check_claims(record, rules, claims)
+def check_registered_code(root="."):
+    """Under a registration, RegistrationError when the judged code differs from it (check_code);
+    the analyze stage's entry point calls it before judging."""
+    record = load(root)
+    if record:
+        check_code(record, load_code_amendments(root), root)
 
 
 def check_code(record, amendments=(), root="."):

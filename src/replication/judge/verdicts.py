@@ -124,11 +124,6 @@ def level(rules):
     return 1 - 2 * rules["alpha"]
 
 
-def normal_quantile(rules):
-    """The standard normal quantile at 1 - alpha (a normal approximation's bound at the level)."""
-    return float(stats.norm.ppf(1 - rules["alpha"]))
-
-
 # ---------------------------------------------------------------- one contrast
 
 def _t(d_bar, se, df, shift):
