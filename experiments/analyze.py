@@ -11,7 +11,7 @@ from replication.io import stage_outputs, write_json
 from replication.judge.dvc_files import write_dvc_files
 from replication.judge.judge import judge_registry, summary
 from replication.judge.measure import InputError
-from replication.judge.registration import RegistrationError
+from replication.judge.registration import RegistrationError, check_registered_code
 from replication.judge.registry import RegistryError
 from replication.run.config import read_resolved
 
@@ -20,6 +20,7 @@ OUTPUTS = ("reports/claims.json", "reports/summary.json", "reports/metrics.json"
 
 def main():
     try:
+        check_registered_code()
         judged, record = judge_registry(read_resolved("conditions"))
     except (RegistryError, RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -42,6 +42,10 @@ def results(tmp_path):
 def claim(**kw):
     if kw.get("kind") in ("paired", "correlation"):
         kw = {"direction": "greater", **kw}
+    if kw.get("kind") == "paired":          # gated on the b arms unless the test declares otherwise
+        bs = kw["b"] if isinstance(kw["b"], list) else [kw["b"]]
+        reference = kw.get("reference", bs)
+        kw = {"reference": reference, "outcome": [n for n in [kw["a"], *bs] if n not in reference], **kw}
     return {"id": "x", "section": "s", "source": "s", "statement": "t", "published": None, "metric": "m", **kw}
 
 

@@ -213,7 +213,9 @@ def test_a_registered_basis_judges_at_the_matched_rungs_and_keeps_equal_steps_as
                          "equal images: a at 2,400, b at 4,800 steps": "no meaningful effect"}
     assert judged["robustness"]["label"] == "depends on: basis"
     assert set(judged["convergence"]["arms"]) == {"a", "b"}
-    assert judged["convergence"]["arms"]["b"]["to_step"] == 4800
+    # each arm's move is read off the rungs it was judged at: b's 2,400 was never paired, so no doubling
+    assert judged["convergence"]["arms"]["b"] == {"converged": None,
+                                                  "reason": "judged at no rung between 2400 and 4800 steps"}
 
 
 def test_a_basis_whose_rungs_never_pair_up_stops_the_analysis(tmp_path):
@@ -293,3 +295,89 @@ def test_labels_for_what_is_not_a_test(tmp_path):
 def test_the_committed_rules_name_every_alternative_the_panel_uses():
     rules = load_registry(REGISTRY).rules
     assert rules["robustness"]["probes"][0] == "linear" and rules["robustness"]["rungs"] == "last doubling"
+
+
+# ---------------------------------------------------------------- what a verdict carries beside it
+
+def test_a_step_zero_reading_that_cannot_be_read_says_why_the_baseline_is_absent(tmp_path):
+    """z has a trained reading but its untrained control lacks z: the baseline names the failure."""
+    records(tmp_path, "a", {300: up(BASE, 0.1)}, embeddings=("h", "z"))
+    for path in (tmp_path / "results" / "evaluate" / "s" / "a").glob("seed_*.json"):
+        record = json.loads(path.read_text())
+        del record["control"]["z"]
+        path.write_text(json.dumps(record))
+    judged = judge(claim(kind="paired", a="h", b="z", margin=0.02,
+                         arms={"h": arm("a", "eval.h.linear"), "z": arm("a", "eval.z.linear")}), tmp_path)
+    absent = judged["contrast"]["baseline"]["absent"]
+    assert absent.startswith("the step-0 records of z hold no control.z.linear")
+
+
+def test_the_published_effect_is_counted_for_the_literature_only():
+    judged = [{"id": i, "origin": origin, "verdict": "reproduced", "labels": [], "magnitude": place}
+              for i, (origin, place) in enumerate([("literature", "inside"), ("literature", "below"),
+                                                   ("document", "inside")])]
+    counts = judging.summary(judged)
+    assert counts["literature"]["published_effect"] == {"inside": 1, "below": 1, "above": 0}
+    assert "published_effect" not in counts["document"]
+
+
+def test_the_dead_normal_quantile_is_gone():
+    assert not hasattr(verdicts, "normal_quantile")
+
+
+# ---------------------------------------------------------------- declared gates and free parameters
+
+def test_an_interval_read_on_an_encoder_that_did_not_train_is_not_testable(tmp_path):
+    """z sits at chance on a run whose encoder (h) never left its control: not a finding about z."""
+    records(tmp_path, "stuck", {300: [0.30, 0.31, 0.29, 0.30, 0.30]}, embeddings=("h", "z"))
+    records(tmp_path, "trained", {300: up(BASE, 0.1)}, embeddings=("h", "z"))
+    at_chance = lambda condition: claim(kind="interval", range=[0.2, 0.35], arms={"z": arm(condition, "eval.z.linear")},
+                                        reference=arm(condition, "eval.h.linear"))
+    stuck, trained = judge(at_chance("stuck"), tmp_path), judge(at_chance("trained"), tmp_path)
+    assert stuck["verdict"] == "not testable here" and stuck["outcome_arms"] == ["z"]
+    assert stuck["note"].startswith("The reference (stuck) did not train")
+    assert not stuck["reference"]["control"]["trained"] and trained["reference"]["control"]["trained"]
+    assert trained["verdict"] == "contradicted"        # z trained too, well above chance
+
+
+def test_a_single_run_figure_of_a_trained_encoder_is_gated_too(tmp_path):
+    records(tmp_path, "stuck", {300: [0.30, 0.31, 0.29, 0.30, 0.30]})
+    judged = judge(claim(kind="single_run", published=0.3, realisations=arm("stuck"),
+                         reference=arm("stuck")), tmp_path)
+    assert judged["verdict"] == "not testable here"
+
+
+def test_the_declared_outcome_arm_is_not_gated_and_the_reference_is(tmp_path):
+    records(tmp_path, "a", {300: up(BASE, 0.2)})
+    records(tmp_path, "b", {300: [0.30, 0.29, 0.31, 0.30, 0.30]})          # never left its control
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, reference=["a"], outcome=["b"],
+                         arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert (judged["reference_arms"], judged["outcome_arms"]) == (["a"], ["b"])
+    assert judged["verdict"] == "reproduced" and judged["arms"]["b"]["reference"] is False
+
+
+def sweep_file(root, factor_at):
+    """A reconstruction's records: `runs` at its chosen setting and a sweep of `noise`, the figure
+    (before / after) of 4 seeds at each value near factor_at[value]."""
+    runs = lambda f: [{"seed": s, "before": 1.0, "after": 1.0 / (f + d)} for s, d in enumerate([-1, 0, 1, 0.5])]
+    (root / "toy.json").write_text(json.dumps({
+        "runs": runs(factor_at[0.3]),
+        "sweep": [{"noise": v, **r} for v, f in factor_at.items() for r in runs(f)]}))
+
+
+def test_a_reconstruction_with_a_free_parameter_is_labelled_underdetermined_where_its_verdict_holds(tmp_path):
+    sweep_file(tmp_path, {0.1: 5, 0.2: 10, 0.3: 12, 0.4: 30, 0.5: 35})
+    judged = judge(claim(kind="interval", range=[20, 40], free_parameter={"name": "noise", "sweep": "sweep"},
+                         arms={"x": {"file": "toy.json", "select": "runs", "ratio": ["before", "after"]}}), tmp_path)
+    free = judged["underdetermined"]
+    assert judged["verdict"] == "contradicted" and "underdetermined" in judged["labels"]
+    assert free["holds_at"] == [0.1, 0.2, 0.3] and free["swept"] == [0.1, 0.5]
+    assert [v["verdict"] for v in free["verdicts"]] == ["contradicted"] * 3 + ["reproduced"] * 2
+    assert "the verdict (contradicted) holds from 0.1 to 0.3" in judged["note"]
+    assert judging.summary([judged])["labels"]["underdetermined"] == 1
+
+
+def test_a_verdict_that_holds_at_scattered_values_lists_them():
+    found = verdicts.underdetermined("noise", {0.1: "reproduced", 0.2: "inconclusive", 0.3: "reproduced"}, "reproduced")
+    assert found["holds_at"] == [0.1, 0.3] and found["reason"].endswith("holds at 0.1, 0.3")
+    assert verdicts.underdetermined("noise", {0.1: "inconclusive"}, "reproduced")["reason"].endswith("at none of them")

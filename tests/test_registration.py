@@ -207,3 +207,34 @@ def test_a_rule_change_after_registration_shows_each_moved_verdict_post_hoc_besi
     assert first["verdict"] == now and first["frozen_verdict"] == "inconclusive" and "post hoc" in first["labels"]
     assert first["rules_amended"]["what"] == "a new rule"
     assert "frozen_verdict" not in second and "post hoc" not in second["labels"]    # not moved: not post hoc
+
+
+def test_the_analyze_entry_point_checks_the_code_and_judging_does_not(tmp_path, monkeypatch):
+    """judge_registry judges whatever code it runs (tools.register relies on it); analyze checks first."""
+    from replication.judge import registration
+    from replication.judge.judge import judge_registry
+    registered_world(tmp_path)
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
+    with pytest.raises(registration.RegistrationError, match="verdicts.py: differs from the registration"):
+        registration.check_registered_code(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    judged, record = judge_registry(json.loads((tmp_path / "resolved" / "conditions.json").read_text()))
+    assert record is not None and [c["verdict"] for c in judged][0] == "reproduced"
+
+
+def test_declaring_the_gates_a_claim_was_registered_with_is_no_change_and_declaring_others_is(
+        tmp_path, monkeypatch, capsys):
+    """A claim registered before reference and outcome were declared was read with its b arms gated:
+    spelling that out needs no amendment; gating another arm does."""
+    registry = registered_world(tmp_path)
+    record_path = tmp_path / "analysis" / "registration.json"
+    record = json.loads(record_path.read_text())
+    for key in ("reference", "outcome"):
+        del record["claims"]["a-beats-b"][key]
+    record_path.write_text(json.dumps(record))
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    registry.write_text(registry.read_text().replace("  reference: [b]\n  outcome: [a]\n",
+                                                     "  reference: [a]\n  outcome: [b]\n"))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "claim a-beats-b: differs from its registered form" in err

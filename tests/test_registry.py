@@ -30,6 +30,8 @@ PAIRED = """- id: a-beats-b
   kind: paired
   a: a
   b: b
+  reference: [b]
+  outcome: [a]
   direction: greater
   margin: 0.02
   arms:
@@ -110,6 +112,14 @@ REGISTRY_MISTAKES = [
     ("duplicate id", "- id: small-loss", "- id: a-beats-b", "a-beats-b: id: used twice"),
     ("undefined condition", "*/cb/seed_*", "*/cx/seed_*", "condition 'cx' is not defined"),
     ("a not among the arms", "  a: a\n", "  a: c\n", "arm 'c' is not in arms"),
+    ("an arm both gated and an outcome", "  outcome: [a]\n", "  outcome: [a, b]\n",
+     "arm 'b': name it in exactly one of reference (must train) and outcome"),
+    ("an arm neither gated nor an outcome", "  outcome: [a]\n", "  outcome: []\n",
+     "arm 'a': name it in exactly one of reference (must train) and outcome"),
+    ("outcome arms not declared", "  outcome: [a]\n", "", "a-beats-b: outcome: Field required"),
+    ("an interval on a trained encoder without a reference", "  kind: bound\n  at_most: 1.0\n  measured: "
+     "{file: results/examples/ex.json, key: loss}", "  kind: interval\n  range: [0, 1]\n  arms:\n    x: "
+     "{files: results/evaluate/*/ca/seed_*.json, key: eval.h.linear}", "small-loss: reads trained encoders (results/evaluate/...): declare `reference`"),
     ("margin as text", "margin: 0.02", "margin: '0.02'", "a-beats-b: margin: Input should be a valid number"),
     ("infinite margin", "margin: 0.02", "margin: .inf", "a-beats-b: margin"),
     ("id outside the alphabet", "- id: a-beats-b", "- id: A beats <b>", "String should match pattern"),

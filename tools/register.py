@@ -37,7 +37,7 @@ def code_moved(what, why):
     record = load()
     if record is None:
         raise RegistrationError(f"{RECORD}: no registration to amend; run `python -m tools.register` first")
-    judged, _ = judge_registry(read_resolved("conditions"), check_code=False)
+    judged, _ = judge_registry(read_resolved("conditions"))
     committed = CLAIMS.read_text()
     if json_text(judged) != committed:
         raise RegistrationError(f"{CLAIMS}: the code as it is now judges the committed results differently; "

@@ -1,4 +1,4 @@
-"""Gates: whether an arm has trained (against its untrained control), and whether it has converged.
+"""Gates: whether an arm has trained (against its untrained control).
 
 Trained (rules.control_error_removed = r): the untrained control is the same encoder at step 0,
 probed after BatchNorm's statistics were re-estimated on training images (the evaluation record's
@@ -9,14 +9,13 @@ claim, kNN for a kNN claim), else the linear probe on the embedding it measures 
 figures of no embedding, such as a loss). The arm has trained when the lower 95% bound of the mean of g exceeds r. Relative to
 headroom, so a control that already scores 96% can still be judged.
 
-Converged (rules.convergence_fraction = c): over the last doubling of steps before the judged rung
-(the rung at half its steps, or the closest rung at or above half), the arm's mean moved by less
-than c x the claim's margin. An arm with no such rung has unknown convergence.
+The last doubling of steps before a rung starts at the rung at half its steps, or the closest rung
+at or above half (previous_rung); convergence over it is judged on the contrast (verdicts.convergence).
 """
 import glob
 
 from . import stats, verdicts
-from .measure import RUNG, measure_by_seed, read_record, rung_of, seed_order
+from .measure import RUNG, read_record, rung_of, seed_order
 
 _CACHE = {}
 
@@ -119,23 +118,6 @@ def previous_rung(rungs, step):
     below = [r for r in rungs if 0 < r < step]
     halves = [r for r in below if 2 * r >= step]
     return min(halves) if halves else None
-
-
-def convergence(spec_at, rungs, step, margin, rules, root="."):
-    """How far an arm moved over the last doubling before `step`. spec_at(step) gives the arm's
-    spec at a rung. {from_step, to_step, move, threshold, converged} or {converged: None} when the
-    arm has no rung to compare."""
-    start = previous_rung(rungs, step)
-    if start is None:
-        return {"converged": None, "reason": f"no trained rung between {step // 2} and {step} steps"}
-    before, after = measure_by_seed(spec_at(start), root), measure_by_seed(spec_at(step), root)
-    seeds = [s for s in after if s in before]
-    if len(seeds) < 2:
-        return {"converged": None, "reason": "fewer than two runs reached both rungs"}
-    move = sum(after[s] - before[s] for s in seeds) / len(seeds)
-    threshold = rules["convergence_fraction"] * margin
-    return {"from_step": start, "to_step": step, "move": move, "threshold": threshold,
-            "converged": abs(move) < threshold}
 
 
 def rungs_of(condition, root="."):

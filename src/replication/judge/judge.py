@@ -7,8 +7,8 @@ from collections import Counter
 
 from . import gates, registration, robustness, verdicts
 from .kinds import judge_one
-from .measure import (InputError, at_step, check_inputs, conditions_of, key_of, measure_by_seed, parts, read_record,
-                      replace_key)
+from .measure import (InputError, at_step, at_sweep_value, check_inputs, conditions_of, key_of, measure_by_seed,
+                      parts, read_record, replace_key, sweep_values)
 from .registry import load_registry, validate_claim
 
 
@@ -56,6 +56,30 @@ def _probe(claim):
 # ---------------------------------------------------------------- one claim
 
 def _judge_claim(claim, root, rules, documents):
+    """The primary analysis, with the ladder's lower rungs, the alternatives' verdicts and, for a
+    reconstruction with a free parameter, where along it the verdict holds."""
+    out = _judge_primary(claim, root, rules, documents)
+    if claim.get("free_parameter"):
+        out["underdetermined"] = _along_free_parameter(claim, out["verdict"], root, rules, documents)
+    return out
+
+
+def _along_free_parameter(claim, verdict, root, rules, documents):
+    """The claim judged again at every value of its free parameter that the sweep's records hold
+    (verdicts.underdetermined)."""
+    free = claim["free_parameter"]
+    keys = [k for k in ("measured", "realisations") if k in claim]
+    first = claim[keys[0]] if keys else next(iter(claim["arms"].values()))
+    by_value = {}
+    for value in sweep_values(first, free, root):
+        moved = {k: at_sweep_value(claim[k], free, value) for k in keys}
+        if "arms" in claim:
+            moved["arms"] = {n: at_sweep_value(spec, free, value) for n, spec in claim["arms"].items()}
+        by_value[value] = judge_one({**claim, **moved}, root, rules, documents)["verdict"]
+    return verdicts.underdetermined(free["name"], by_value, verdict)
+
+
+def _judge_primary(claim, root, rules, documents):
     """The primary analysis, with the ladder's lower rungs and the alternatives' verdicts."""
     if not claim.get("ladder"):
         out = judge_one(claim, root, rules, documents)
@@ -73,7 +97,7 @@ def _judge_claim(claim, root, rules, documents):
     out["_alternatives"] = (_probe_alternatives(claim, top, root, rules, out["verdict"]) +
                             _rung_alternative(pairs, judged) + _basis_alternatives(claim, root, rules) +
                             _baseline_alternative(out))
-    out["convergence"] = _convergence(claim, pairs, judged, root, rules)
+    out["convergence"] = _convergence(claim, pairs, judged, rules)
     out["untrained"] = _untrained_levels(claim, root)
     _trend(claim, out, rules)
     return out
@@ -209,16 +233,10 @@ def _two_plain_arms(claim):
         len(conditions_of(spec)) == 1 for spec in claim["arms"].values())
 
 
-def _convergence(claim, pairs, judged, root, rules):
+def _convergence(claim, pairs, judged, rules):
     """Whether the claim's effect has settled: each contrast's per-seed change over the last doubling
     of steps before the primary pair, with its interval, against the registered threshold
-    (verdicts.converged); each arm's own move beside it, described."""
-    top = pairs[-1]
-    arms = {}
-    for name, spec in claim["arms"].items():
-        rungs = sorted(set.intersection(*(set(gates.rungs_of(c, root)) for c in conditions_of(spec))))
-        arms[name] = gates.convergence(lambda s, spec=spec: at_step(spec, s), rungs, top[name], claim["margin"],
-                                       rules, root)
+    (verdicts.convergence); each arm's own move beside it, described (_arm_move)."""
     threshold = rules["convergence_fraction"] * claim["margin"]
     a_steps = [p[claim["a"]] for p in pairs]
     start = gates.previous_rung(a_steps, a_steps[-1])
@@ -228,8 +246,26 @@ def _convergence(claim, pairs, judged, root, rules):
         contrasts.append(verdicts.convergence(before, after, threshold, rules,
                                               start and pairs[a_steps.index(start)][claim["a"]], a_steps[-1]))
     known = [c["converged"] for c in contrasts]
+    arms = {name: _arm_move([p[name] for p in pairs], [o["arms"][name] for o in judged], threshold)
+            for name in claim["arms"]}
     return {"threshold": threshold, "contrasts": contrasts, "arms": arms,
             "converged": False if False in known else True if known and all(known) else None}
+
+
+def _arm_move(steps, judged_arms, threshold):
+    """How far one arm's mean moved over the last doubling before its top rung, read off the arm as
+    judged at each rung (`steps`, `judged_arms`: ascending); descriptive, the contrast decides."""
+    start = gates.previous_rung(steps, steps[-1])
+    if start is None:
+        return {"converged": None, "reason": f"judged at no rung between {steps[-1] // 2} and {steps[-1]} steps"}
+    before = dict(zip(judged_arms[steps.index(start)]["seeds"], judged_arms[steps.index(start)]["values"]))
+    after = dict(zip(judged_arms[-1]["seeds"], judged_arms[-1]["values"]))
+    seeds = [s for s in after if s in before]
+    if len(seeds) < 2:
+        return {"converged": None, "reason": "fewer than two runs reached both rungs"}
+    move = sum(after[s] - before[s] for s in seeds) / len(seeds)
+    return {"from_step": start, "to_step": steps[-1], "move": move, "threshold": threshold,
+            "converged": abs(move) < threshold}
 
 
 def _both_trained(rung, c):
@@ -306,6 +342,8 @@ def _labels(claim, out, registered_on):
         labels.append("not converged")
     if out.get("unstable"):
         labels.append("unstable")
+    if out.get("underdetermined"):
+        labels.append(verdicts.UNDERDETERMINED)
     return labels
 
 
@@ -335,6 +373,8 @@ def _finish(claim, out, rules, registered_on):
                              "verdict": verdicts.multiplicity_verdict(out["verdict"], out.get("q_bh"),
                                                                       rules["alpha"])})
         out["robustness"] = {"label": robustness.label(out["verdict"], alternatives), "alternatives": alternatives}
+    if out.get("underdetermined"):
+        out["_notes"].append(f"Underdetermined: {out['underdetermined']['reason']}.")
     if (out.get("contrast") or {}).get("scale_artefact"):
         out["_notes"].append(f"May be a scale artefact: {out['contrast']['scale_artefact']}.")
     out["labels"] = _labels(claim, out, registered_on)
@@ -359,17 +399,16 @@ def judge_all(claims, root=".", rules=None, registered_on=None, documents=()):
     return [_finish(claim, out, rules, registered_on) for claim, out in zip(claims, judged)]
 
 
-def judge_registry(conditions, registry="analysis/claims.yaml", check_code=True):
+def judge_registry(conditions, registry="analysis/claims.yaml"):
     """Every claim of the registry judged on the results of the resolved `conditions`; under a
     registration record, each claim amended after it also judged by its frozen rule
-    (`frozen_verdict`). check_code=False skips the judged code's hashes (tools/register.py, to
-    show that moved code judges alike). Returns (judged, record)."""
+    (`frozen_verdict`). The judged code's hashes are the caller's to check (analyze checks them
+    first, registration.check_registered_code; tools/register.py judges with moved code on purpose).
+    Returns (judged, record)."""
     registered = load_registry(registry, conditions["conditions"])
     rules, claims = registered.rules, registered.claims
     record = registration.load()
     amendments = registration.load_code_amendments() if record else []
-    if record and check_code:
-        registration.check_code(record, amendments)
     frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
     check_inputs(conditions)
     judged = judge_all(claims, rules=rules, registered_on=record and record["date"], documents=registered.documents)
@@ -405,7 +444,9 @@ def _key(text):
 def summary(judged):
     """The headline counts for `dvc metrics show` (keys without spaces): verdicts of the
     literature's claims and of the documents' own examples apart; `not tested` and calibrated
-    figures outside the judged; how many verdicts are robust, post hoc, calibrated."""
+    figures outside the judged; where the published effect lies against our interval, for the
+    literature's judged claims (the documents print no effect to compare); how many verdicts are
+    robust, post hoc, calibrated."""
     out = {"claims": len(judged)}
     for origin in ("literature", "document"):
         mine = [c for c in judged if c["origin"] == origin]
@@ -413,12 +454,14 @@ def summary(judged):
         counts = {}
         for c in judged_here:
             counts[_key(c["verdict"])] = counts.get(_key(c["verdict"]), 0) + 1
-        sizes = Counter(c["magnitude"] for c in judged_here if c.get("magnitude"))
         out[origin] = {"claims": len(mine), "judged": len(judged_here), "verdicts": dict(sorted(counts.items())),
-                       "not_tested": sum(c["verdict"] == "not tested" for c in mine),
-                       "published_effect": {place: sizes.get(place, 0) for place in verdicts.MAGNITUDES}}
+                       "not_tested": sum(c["verdict"] == "not tested" for c in mine)}
+        if origin == "literature":
+            sizes = Counter(c["magnitude"] for c in judged_here if c.get("magnitude"))
+            out[origin]["published_effect"] = {place: sizes.get(place, 0) for place in verdicts.MAGNITUDES}
     labels = [label for c in judged for label in c.get("labels", [])]
     out["labels"] = {_key(name): labels.count(name) for name in
-                     ("robust", "calibrated", "post hoc", "realisation", "not converged", "unstable")}
+                     ("robust", "calibrated", "post hoc", "realisation", "not converged", "unstable",
+                      verdicts.UNDERDETERMINED)}
     out["labels"]["depends_on"] = sum(label.startswith("depends on") for label in labels)
     return out

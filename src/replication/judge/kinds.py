@@ -32,6 +32,7 @@ import numpy as np
 from . import gates, stats, verdicts
 from .measure import (InputError, best_of, conditions_of, dig, failed_runs, flatten, key_of, measure,
                       measure_by_seed, parts, patterns, realisations, runs, selection_seeds)
+from .registry import declared_gates
 
 ACCURACY_METRICS = ("linear", "knn", "wknn", "rotation", "rotation_mlp", "contrastive_top1")
 
@@ -88,8 +89,33 @@ def _judge_range(claim, out, notes, root, rules):
     return "mismatch" if outside else "exact match"
 
 
+def _reference_gate(spec, step, out, root, rules):
+    """The gate of the reference a claim declares (a condition, and the figure whose probe and
+    embedding it must have trained on), recorded in out['reference']: (condition, gate or None)."""
+    condition, key = _gated_runs(spec, root)[0]
+    gate = gates.control_gain(condition, key, step, rules, root)
+    out["reference"] = {"condition": condition, "control": gate}
+    return condition, gate
+
+
+def _untrained_reference(claim, out, notes, root, rules):
+    """Whether the reference an interval or single-run claim declares did not train (then its
+    figures are shown and its verdict is `not testable here`); its arms are the claim's outcome."""
+    if not claim.get("reference"):
+        return False
+    out["outcome_arms"] = list(out["arms"])
+    condition, gate = _reference_gate(claim["reference"], None, out, root, rules)
+    if gate is not None and gate["trained"]:
+        return False
+    notes.insert(0, (gates.untrained_reason("The reference", condition, gate) if gate else
+                     f"The reference ({condition}) has fewer than two runs to compare with their untrained "
+                     "controls") + ", so the figure is read on an encoder that did not train.")
+    return True
+
+
 def _judge_interval(claim, out, notes, root, rules):
-    """Each arm's 95% interval of the mean inside the published range."""
+    """Each arm's 95% interval of the mean inside the published range, once the declared reference
+    (where the arms read trained encoders) has trained."""
     lo, hi = claim["range"]
     found = []
     for name, spec in claim["arms"].items():
@@ -100,13 +126,18 @@ def _judge_interval(claim, out, notes, root, rules):
             notes.append(f"{name}: the 95% interval of the mean [{a:.4g}, {b:.4g}] "
                          f"{'lies outside' if found[-1] == 'contradicted' else 'straddles an edge of'} "
                          f"the published range [{lo:g}, {hi:g}].")
+    if _untrained_reference(claim, out, notes, root, rules):
+        return "not testable here"
     return verdicts.combine(found)
 
 
 def _judge_single_run(claim, out, notes, root, rules):
-    """A figure from one printed run, inside the 95% prediction interval of our realisations."""
+    """A figure from one printed run, inside the 95% prediction interval of our realisations, once
+    the declared reference (where they read trained encoders) has trained."""
     values = realisations(claim["realisations"], root)
     arm = out["arms"]["realisations"] = _arm(values, rules)
+    if _untrained_reference(claim, out, notes, root, rules):
+        return "not testable here"
     if len(values) < 2:
         notes.append("Fewer than two realisations: no spread to judge a single run against.")
         return "inconclusive"
@@ -150,9 +181,7 @@ def _judge_failure(claim, out, notes, root, rules):
     out["step"] = step
     out["arms"]["runs"] = {"values": [r.get("status", "ok") for r in records], "n": len(records), "failed": failures}
     if claim.get("reference"):
-        reference = conditions_of(claim["reference"])[0]
-        gate = gates.control_gain(reference, "h", step if top else None, rules, root)
-        out["reference"] = {"condition": reference, "control": gate}
+        reference, gate = _reference_gate(claim["reference"], step if top else None, out, root, rules)
         if gate is None or not gate["trained"]:
             notes.append(f"The reference {reference} did not train by step {step} either, so a failure here is "
                          "not specific to this condition.")
@@ -243,10 +272,10 @@ def _gated_runs(spec, root):
 
 
 def _paired_arms(claim, out, notes, root, rules):
-    """Per-seed values of every arm of a paired claim, with failed runs and, for the reference arms
-    (default: the b arms), their gate on the embedding each arm measures."""
+    """Per-seed values of every arm of a paired claim, with failed runs and, for its declared
+    reference arms, their gate on the embedding each arm measures."""
     a, bs = claim["a"], claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
-    reference = claim.get("reference") or bs
+    reference, _ = declared_gates(claim)
     by_seed, untrained = {}, {}
     for name in [a] + bs:
         spec = claim["arms"][name]
@@ -315,34 +344,37 @@ def _logit_effect(claim, a, b, by_seed, rules):
 def _judge_paired(claim, out, notes, root, rules):
     """Arm a against each arm in b, seed by seed; every contrast must hold (intersection-union)."""
     a, bs, by_seed, untrained = _paired_arms(claim, out, notes, root, rules)
-    out["reference_arms"] = claim.get("reference") or bs
-    out["outcome_arms"] = [n for n in [a, *bs] if n not in out["reference_arms"]]
+    out["reference_arms"], out["outcome_arms"] = declared_gates(claim)
     out["contrasts"] = [_contrast(claim, a, b, by_seed, untrained, rules) for b in bs]
-    untrained_by_seed = {n: _at_step_zero(claim["arms"][n], root) for n in [a, *bs]}
+    at_zero = {n: _at_step_zero(claim["arms"][n], root, n) for n in [a, *bs]}
     for c in out["contrasts"]:
         c["logit"] = _logit_effect(claim, a, c["b"], by_seed, rules)
-        c["baseline"] = _baseline(claim, c, untrained_by_seed, by_seed, rules)
+        c["baseline"] = _baseline(claim, c, at_zero, rules)
     return verdicts.combine([c["verdict"] for c in out["contrasts"]])
 
 
-def _at_step_zero(spec, root):
-    """{seed: value} of an arm's figure on its untrained encoder (step 0, or the control record for
-    a figure read at the budget); None where the figure has no untrained reading."""
+def _at_step_zero(spec, root, name):
+    """({seed: value}, None) of an arm's figure on its untrained encoder (step 0, or the control
+    record for a figure read at the budget); (None, None) where the figure has no untrained reading;
+    (None, why) where it should have one that cannot be read."""
     key = spec.get("key") or ""
     if parts(spec) or not spec.get("files") or not key.startswith(("at.", "eval.")):
-        return None
+        return None, None
     zero = {**spec, "key": "control." + key.split(".", 1)[1] if key.startswith("eval.") else
             re.sub(r"^at\.[^.]+\.", "at.0.", key)}
     try:
-        return measure_by_seed(zero, root)
+        return measure_by_seed(zero, root), None
     except InputError:
-        return None
+        return None, f"the step-0 records of {name} hold no {zero['key']} (its untrained control was not probed so)"
 
 
-def _baseline(claim, c, untrained, by_seed, rules):
+def _baseline(claim, c, untrained, rules):
     """The contrast before training (step 0) and, where the two sides already differ there beyond
-    the margin (h against z, heads of other widths), the contrast of their gains over it."""
-    a0, b0 = untrained[c["a"]], untrained[c["b"]]
+    the margin (h against z, heads of other widths), the contrast of their gains over it; where a
+    side's step-0 reading cannot be read, why the baseline is absent."""
+    (a0, why_a), (b0, why_b) = untrained[c["a"]], untrained[c["b"]]
+    if why_a or why_b:
+        return {"step": 0, "absent": "; ".join(filter(None, [why_a, why_b]))}
     if not a0 or not b0 or not c.get("diffs"):
         return None
     sign = -1 if claim["direction"] == "less" else 1

@@ -253,6 +253,18 @@ def replace_key(spec, old, new):
     return None
 
 
+def at_sweep_value(spec, free, value):
+    """A spec read from the sweep of a free parameter (`free`: {name, sweep}) at one value: the
+    sweep's records of the same file, selected as before and at name == value."""
+    return {**spec, "select": free["sweep"], "where": {**(spec.get("where") or {}), free["name"]: value}}
+
+
+def sweep_values(spec, free, root="."):
+    """The values of a free parameter that its sweep's records hold, ascending."""
+    records = dig(read_record(spec["file"], root), free["sweep"], spec["file"])
+    return sorted({dig(r, free["name"], spec["file"]) for r in records})
+
+
 # ---------------------------------------------------------------- complete inputs
 
 def _check_fields(path, record, fields):

@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError
 
 from ..io import sha256, write_json
 from ..schema import Strict, one_line
-from .registry import Date, Verdict
+from .registry import Date, Verdict, declared_gates
 
 RECORD = Path("analysis/registration.json")
 REGISTRY = Path("analysis/claims.yaml")
@@ -51,6 +51,16 @@ class RegistrationError(Exception):
 def _frozen(claim):
     """A claim as registered: its canonical form without its amendments."""
     return {k: v for k, v in claim.items() if k != "amended"}
+
+
+def _as_declared(claim):
+    """A registered claim with what its registered code read into it spelled out: a paired claim's
+    reference and outcome arms (registry.declared_gates). Declaring them as they were read is no
+    change of the claim."""
+    if claim.get("kind") != "paired":
+        return claim
+    reference, outcome = declared_gates(claim)
+    return {**claim, "reference": reference, "outcome": outcome}
 
 
 def _digest(obj):
@@ -173,11 +183,12 @@ def frozen_verdicts(amendments):
     return first, (first or {}).get("frozen_verdicts") or {}
 
 
-def check(record, rules, claims, root=".", amendments=()):
-    """{claim id: frozen claim} for every claim amended after registration (to be judged by its
-    frozen rule as well); RegistrationError when a file or claim differs without a logged amendment."""
-    check_code(record, amendments, root)
-    return check_claims(record, rules, claims)
+def check_registered_code(root="."):
+    """Under a registration, RegistrationError when the judged code differs from it (check_code);
+    the analyze stage's entry point calls it before judging."""
+    record = load(root)
+    if record:
+        check_code(record, load_code_amendments(root), root)
 
 
 def check_code(record, amendments=(), root="."):
@@ -212,7 +223,7 @@ def check_claims(record, rules, claims, withdrawn=None):
     frozen = {}
     for claim in claims:
         registered = record["claims"].get(claim["id"])
-        if registered == _frozen(claim):
+        if registered is not None and _as_declared(registered) == _frozen(claim):
             continue
         logged = [a for a in claim.get("amended") or [] if a.get("post_registration") and a["date"] >= record["date"]]
         if not logged:

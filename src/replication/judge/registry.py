@@ -162,6 +162,35 @@ class Range(Claim):
     measured: Spec
 
 
+class FreeParameter(Strict):
+    """A setting of a reconstruction that the documents leave open and its calibration does not fix:
+    every spec of the claim is read again from the sweep's records (`sweep`, a list in the same
+    file) at each value of the field `name` they hold, and the verdict is labelled underdetermined
+    with the values at which it holds (verdicts.underdetermined)."""
+    name: Annotated[str, Field(pattern=r"^[a-z_]+$")]
+    sweep: Annotated[str, Field(min_length=1)]
+
+
+def _reads_trained_encoders(specs):
+    """Whether any spec reads the evaluation of a trained encoder (results/evaluate/...)."""
+    for spec in specs:
+        for _, leaf in _leaves("", spec):
+            patterns = leaf.files if isinstance(leaf.files, list) else [leaf.files or leaf.file or ""]
+            if any(Path(p).parts[:2] == ("results", "evaluate") for p in patterns):
+                return True
+    return False
+
+
+def _gated_when_trained(claim, specs):
+    """A claim that reads trained encoders names the reference that must have trained (`reference`:
+    the condition and the figure its gate reads), else its verdict could rest on an encoder that
+    never trained."""
+    if claim.reference is None and _reads_trained_encoders(specs):
+        raise ValueError("reads trained encoders (results/evaluate/...): declare `reference`, the condition "
+                         "and key that must have trained for the claim to be judged")
+    return claim
+
+
 def _reads_a_value(arms):
     for name, spec in arms.items():
         for where, leaf in _leaves(f"arms.{name}", spec):
@@ -174,17 +203,25 @@ class Interval(Claim):
     kind: Literal["interval"]
     range: Annotated[list[float], Field(min_length=2, max_length=2)]
     arms: Annotated[dict[str, Spec], Field(min_length=1)]
+    reference: Spec | None = None            # what must have trained (required when an arm reads a trained encoder)
+    free_parameter: FreeParameter | None = None
 
     @model_validator(mode="after")
     def _values(self):
         _reads_a_value(self.arms)
-        return self
+        return _gated_when_trained(self, self.arms.values())
 
 
 class SingleRun(Claim):
     kind: Literal["single_run"]
     tolerance: NonNegative = 0.0
     realisations: Spec
+    reference: Spec | None = None            # what must have trained (required when it reads a trained encoder)
+    free_parameter: FreeParameter | None = None
+
+    @model_validator(mode="after")
+    def _gated(self):
+        return _gated_when_trained(self, [self.realisations])
 
 
 class Paired(Claim):
@@ -195,8 +232,10 @@ class Paired(Claim):
     margin: NonNegative
     arms: Annotated[dict[str, Spec], Field(min_length=2)]
     ladder: bool = False
-    reference: list[str] | None = None       # arms that must have trained (default: the b arms)
+    reference: Annotated[list[str], Field(min_length=1)]   # arms that must have trained (gates.py)
+    outcome: list[str]                       # arms whose failure the claim predicts or allows: not gated
     basis: Literal["equal steps", "equal images", "equal updates", "equal encoder passes"] = "equal steps"
+    free_parameter: FreeParameter | None = None
 
     @property
     def bs(self):
@@ -218,9 +257,12 @@ class Paired(Claim):
         _reads_a_value(self.arms)
         if isinstance(self.published_effect_value, list) and len(self.published_effect_value) != len(self.bs):
             raise ValueError("published_effect_value: give one number, or one per b arm")
-        for name in [self.a, *self.bs, *(self.reference or [])]:
+        for name in [self.a, *self.bs, *self.reference, *self.outcome]:
             if name not in self.arms:
                 raise ValueError(f"arm {name!r} is not in arms ({', '.join(self.arms)})")
+        for name in [self.a, *self.bs]:
+            if (name in self.reference) == (name in self.outcome):
+                raise ValueError(f"arm {name!r}: name it in exactly one of reference (must train) and outcome")
         return self
 
 
@@ -308,6 +350,15 @@ def _expand_amendments(raw, shared, where):
         expanded.append({"date": text.date, "what": text.what, "why": text.why,
                          "previous_verdict": ref.previous_verdict, "post_registration": text.post_registration})
     return {**raw, "amended": expanded}
+
+
+def declared_gates(claim):
+    """A paired claim's (reference arms, outcome arms): as declared, or, for a claim in the form it
+    was registered in before they were declared, as the code registered with it read them (the b
+    arms gated, the other arms their outcome)."""
+    bs = claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
+    reference = claim.get("reference") or bs
+    return reference, claim.get("outcome", [n for n in [claim["a"], *bs] if n not in reference])
 
 
 def specs(claim):

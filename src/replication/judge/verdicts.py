@@ -124,11 +124,6 @@ def level(rules):
     return 1 - 2 * rules["alpha"]
 
 
-def normal_quantile(rules):
-    """The standard normal quantile at 1 - alpha (a normal approximation's bound at the level)."""
-    return float(stats.norm.ppf(1 - rules["alpha"]))
-
-
 # ---------------------------------------------------------------- one contrast
 
 def _t(d_bar, se, df, shift):
@@ -318,6 +313,28 @@ def convergence(before, after, threshold, rules, from_step, to_step):
             "converged": settled, **({} if settled is not None else
                                      {"reason": f"the change's interval [{lo:+.3g}, {hi:+.3g}] reaches across "
                                                 f"±{threshold:.3g}"})}
+
+
+# ---------------------------------------------------------------- a reconstruction's free parameter
+
+UNDERDETERMINED = "underdetermined"     # the label of a verdict on a reconstruction with a free parameter
+
+
+def underdetermined(name, by_value, verdict):
+    """Where the verdict of a reconstruction that leaves `name` free holds: the verdict at each swept
+    value (`by_value`), the values at which it is the claim's own, and the sentence that says so."""
+    swept = sorted(by_value)
+    holds = [v for v in swept if by_value[v] == verdict]
+    if not holds:
+        where = "at none of them"
+    elif holds == swept[swept.index(holds[0]):swept.index(holds[-1]) + 1]:
+        where = f"at {holds[0]:g}" if len(holds) == 1 else f"from {holds[0]:g} to {holds[-1]:g}"
+    else:
+        where = "at " + ", ".join(f"{v:g}" for v in holds)
+    return {"parameter": name, "swept": [swept[0], swept[-1]], "holds_at": holds,
+            "verdicts": [{"value": v, "verdict": by_value[v]} for v in swept],
+            "reason": f"the reconstruction leaves {name} free: swept from {swept[0]:g} to {swept[-1]:g}, the "
+                      f"verdict ({verdict}) holds {where}"}
 
 
 # ---------------------------------------------------------------- printed figures
