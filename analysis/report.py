@@ -16,14 +16,13 @@ import seaborn as sns
 import yaml
 from IPython.display import HTML, display
 
-from replication.report import notebook as render
-from replication.report import headroom
 from replication.io import cpu_model
 from replication.judge import registration, verdicts
+from replication.judge.kinds import chance_loss
 from replication.judge.registry import load_registry
 from replication.judge.verdicts import TREND_RULES, VERDICT_RULES
 from replication.judge.stats import t_interval
-from replication.report import claims_view as rc, deviations as rd, figures, headroom, notebook as render, page
+from replication.report import claims_view as rc, deviations as rd, figures, headroom, levels, notebook as render, page
 from replication.run.datasets import GENERATED, load_dataset
 
 sns.set_theme(style="whitegrid", context="notebook")
@@ -36,7 +35,6 @@ resolved_conditions = json.loads(Path("resolved/conditions.json").read_text())
 conditions = resolved_conditions["conditions"]                              # name -> study, label, steps, rungs
 reference_file, reference_arm = rd.REFERENCE_ARM
 default = json.loads(Path(f"resolved/{reference_file}.json").read_text())["conditions"][reference_arm]
-data_cfg = json.loads(Path("resolved/data.json").read_text())
 shared = page.shared_amendments(claims)
 by_section = {}
 for c in claims:
@@ -52,9 +50,18 @@ def html(text):
     display(HTML(text))
 
 
+def figure(alt, caption, fig=None):
+    """A figure's HTML, inline as SVG, with alt text and a caption."""
+    return figures.figure_html(fig or plt.gcf(), alt, caption, key=f"f{next(figure_count)}")
+
+
 def show(alt, caption, fig=None):
-    """A figure, inline as SVG, with alt text and a caption."""
-    html(figures.figure_html(fig or plt.gcf(), alt, caption, key=f"f{next(figure_count)}"))
+    html(figure(alt, caption, fig))
+
+
+def folded(summary, body):
+    """`body` folded under `summary` (the page stays short; one click unfolds it)."""
+    html(f"<details class='figures'><summary>{page.esc(summary)}</summary>{body}</details>")
 
 
 def section(name, title, intro=""):
@@ -69,27 +76,40 @@ def claims_of(name):
 
 
 manifests = {name: load(f"data/{name}.json") for name in GENERATED if Path(f"data/{name}.json").exists()}
-tops = sorted({c["rungs"][-1] for c in conditions.values() if len(c["rungs"]) > 2})
-scale = (f"a miniature: synthetic {data_cfg['image_size']}x{data_cfg['image_size']} images "
-         f"({default['dataset']}, {len(manifests[default['dataset']]['classes'])} classes) and handwritten digits, "
-         f"a three-layer CNN, {default['steps']} steps of {default['batch']} images, ladder claims to "
-         f"{', '.join(f'{t:,}' for t in tops)} steps, on a CPU")
-html(page.toc([("findings", "Key findings"), ("legend", "Legend"), ("forest", "All effects"), ("claims", "All claims"),
-               ("amendments", "Amendments"), ("registration", "Registration"), ("data", "The data")]
+html(page.toc([("lore", "The studies"), ("levels", "What each arm reached"), ("legend", "Legend"),
+               ("forest", "All effects"), ("claims", "All claims"), ("amendments", "Amendments"),
+               ("registration", "Registration"), ("data", "The data")]
               + [(s["id"], s["short"]) for s in registry.sections]
-              + [("ladder", "Scale ladder"), ("setup", "Setup and deviations"), ("provenance", "Provenance"),
-                 ("references", "References")]))
-html(page.first_screen(claims, "Contrastive learning lore, replicated in miniature", scale))
+              + [("loss", "Training loss"), ("ladder", "Scale ladder"), ("setup", "Setup and deviations"),
+                 ("provenance", "Provenance"), ("references", "References")]))
+html(page.first_screen(claims, "Contrastive learning lore, replicated in miniature",
+                       rc.replication_summary(claims, rd.miniature(), rc.compute())))
+
+# %%
+section("levels", "What each arm reached")
+reached = levels.levels()
+if len(reached):
+    reached.insert(2, "arm", reached.condition.map(lambda name: conditions.get(name, {}).get("label", name)))
+    reached["steps"] = reached.step.map(lambda step: "0 (untrained)" if step == 0 else f"{step:,}")
+    papers = levels.published_figures(claims)
+    last = ~reached.duplicated("condition", keep="last")
+    reached["published (claim: as printed)"] = [papers.get(c, "") if end else "" for c, end in
+                                                zip(reached.condition, last)]
+    shown = reached.drop(columns=["step"]).set_index(["study", "condition", "arm", "steps"])
+    html(f"<details class='levels'><summary>Every arm's probes on h at every rung, in % (mean over seeds; "
+         f"{len(reached.condition.unique())} arms, {len(reached)} rows), with its untrained control and the "
+         "published figures of the claims that read it</summary>"
+         + shown.to_html(float_format=lambda v: f"{v:.1f}", na_rep="–") + "</details>")
 html(page.legend(VERDICT_RULES, TREND_RULES))
 
 # %%
-section("forest", "All effects, in multiples of their margin")
-show("Forest plot: every paired contrast's effect and 95% interval in multiples of its margin, grouped by verdict, "
-     "with the published effect where known",
-     "Each row a contrast (click its label for the claim): the effect in the claimed direction (marker) and its "
-     "95% interval (line), divided by the claim's margin, so the grey band from −1 to 1 is 'no meaningful effect'. "
-     "Rows grouped by verdict, largest effect first; grey rows are not judged; black bars: the published effect. "
-     "Read at each claim's rung (the index gives it).", figures.forest_plot(claims))
+section("forest", "All effects, in the claims' own units")
+show("Forest plot: every claim's effect and 95% interval in its own unit, points of accuracy in one panel and the "
+     "other units in another, grouped by verdict, with the published effect where known",
+     "Each row a claim (click its label for it): its deciding contrast's effect in the claimed direction (marker) "
+     "and 95% interval (line); the grey band: its margin, inside which an effect is not meaningful. Rows grouped by "
+     "verdict, largest effect first; grey rows are not judged; black bars: the published effect. Read at each "
+     "claim's rung (the index gives it).", figures.forest_plot(claims))
 both = [c for c in claims if rc.published_effect(c) is not None and rc.our_effect(c)]
 show("Published effect against our effect, one point per claim, in the claim's unit",
      f"The {len(both)} claims with a published effect in a unit we also measure: published (x) against ours (y) with "
@@ -102,7 +122,7 @@ section("claims", "All claims: a one-line index",
         "details (statement, analysis, note, amendments) unfold in its section.")
 literature = [c for c in claims if rc.origin(c) == "literature"]
 documents = [c for c in claims if rc.origin(c) == "document"]
-html(f"<h3>Literature claims ({len(literature)})</h3>" + page.index_table(rc.by_verdict(literature))
+html(page.folded_index("Literature claims", literature)
      + page.folded_index("The documents' printed examples and analytic facts", documents))
 
 # %%
@@ -131,13 +151,15 @@ for name in [name for name in manifests if name not in missing]:
     samples, views = figures.dataset_figures(dataset, default if name == default["dataset"] else None)
     grouping = (f"a row per family ({len(set(families))} families), each class named by what sets it apart in "
                 "its family" if families else "one image per class")
-    show(f"Sample training images of the {name} dataset, {grouping}",
-         f"{name}: {dataset['x_train'].shape[0]:,} training images of {len(dataset['classes'])} classes, "
-         f"{dataset['x_train'].shape[2]}x{dataset['x_train'].shape[3]} pixels; {grouping}.", samples)
+    shown = figure(f"Sample training images of the {name} dataset, {grouping}",
+                   f"{name}: {dataset['x_train'].shape[0]:,} training images of {len(dataset['classes'])} classes, "
+                   f"{dataset['x_train'].shape[2]}x{dataset['x_train'].shape[3]} pixels; {grouping}.", samples)
     if views is not None:
         options = ", ".join(f"{knob} {value}" for knob, value in figures.augment_options(default).items())
-        show(f"Augmented views of {name} images, one image per row",
-             f"The default arm's augmentation ({options}): each row's image, then six independent draws of it.", views)
+        shown += figure(f"Augmented views of {name} images, one image per row",
+                        f"The default arm's augmentation ({options}): each row's image, then six independent draws "
+                        "of it.", views)
+    folded(f"{name}: sample images" + (" and augmented views" if views is not None else ""), shown)
 headroom_rows = headroom.headroom(".", default["dataset"], (reference_file.split("/")[-1], reference_arm))
 holds = {True: "<span class='v ok'>holds</span>", False: "<span class='v bad'>fails</span>",
          None: "<span class='v grey'>not measured</span>"}
@@ -155,8 +177,9 @@ def ntxent_example():
                           **{f"share, tau={t['tau']}": t["shares"] for t in ex["per_tau"]}})
     html(f"<p>Anchor {page.esc(ex['anchor'])}; cosine to its positive {ex['cos_positive']:.3f}; loss at tau = "
          f"{page.esc(ex['loss_tau'])}: {ex['loss']:.4f}. Largest gradient error {ex['max_grad_error_fd']:.1e} against "
-         f"finite differences, {ex['max_grad_error_autograd']:.1e} against torch autograd.</p>"
-         + table.to_html(index=False, float_format=lambda v: f"{v:.3f}"))
+         f"finite differences, {ex['max_grad_error_autograd']:.1e} against torch autograd.</p>")
+    folded(f"Each of the {len(table)} negatives: its cosine and its share of the push at each temperature",
+           table.to_html(index=False, float_format=lambda v: f"{v:.3f}"))
 
 
 def tiny_simclr():
@@ -170,9 +193,9 @@ def tiny_simclr():
     show("Tiny SimCLR: accuracy of the untrained and the trained encoder, per seed",
          f"Tiny SimCLR, {len(tiny['runs'])} seeds at {tiny['params']['threads']} thread(s): every seed a dot, the mean "
          "and its 95% t-interval a bar; dotted: chance.", fig)
-    html("<p>Seed {} at each thread count here (the article ran 4 threads on its CPU):</p><pre>{}</pre>".format(
-        page.esc(tiny["repeat"]["seed"]), page.esc("\n".join(f"[{r['threads']} thread(s), {r['wall_s']:.1f} s]\n"
-                                                            f"{render.printout(r)}" for r in tiny["by_threads"]))))
+    folded("Seed {} at each thread count here, printed as the article prints it (it ran 4 threads)".format(
+        tiny["repeat"]["seed"]), "<pre>{}</pre>".format(page.esc("\n".join(
+            f"[{r['threads']} thread(s), {r['wall_s']:.1f} s]\n{render.printout(r)}" for r in tiny["by_threads"]))))
 
 
 def toy2d():
@@ -218,7 +241,7 @@ def pretrain_runs():
         evaluation = load(evaluated) if evaluated.exists() else {}
         e = evaluation.get("eval")
         rows.append({"condition": r["condition"], "seed": r["seed"], "status": r["status"], "reason": r["reason"],
-                     "study": path.parts[2], "cpu": r.get("cpu"), "wall_s": r.get("wall_s"),
+                     "study": path.parts[2], "cpu": r.get("cpu"), "config": r["config"], "wall_s": r.get("wall_s"),
                      "peak": r.get("peak_rss_mb"), "steps_done": r["steps_done"], "dataset": r["config"]["dataset"],
                      "h_linear": e["h"]["linear"] if e else None,
                      "z_alignment": e["z"].get("alignment") if e else None,
@@ -258,10 +281,13 @@ def arm_figure(section_claims):
     if not rows:
         return
     panels = sorted({(r["figure"], r["step"]) for r in rows}, key=lambda p: (p[1] is None, p[1] or 0, p[0]))
-    fig = figures.arm_panels(rows, panels, label, LEVEL)
+    marks = rc.published_marks(section_claims, registered)
+    fig = figures.arm_panels(rows, panels, label, LEVEL, marks)
     names = list(dict.fromkeys(r["condition"] for r in rows))
     show(f"The arms this section's claims read, per seed, at the rung each verdict reads ({len(panels)} panels)",
-         f"The {len(names)} conditions its claims read, at the verdicts' rungs; {SEEDS}.", fig)
+         f"The {len(names)} conditions its claims read, at the verdicts' rungs, accuracies in %; {SEEDS}"
+         + ("; dashed black: where the published effect puts the first arm of a contrast, given the second" if marks
+            else "") + ".", fig)
 
 
 def ladder_figure(names):
@@ -276,14 +302,15 @@ def ladder_figure(names):
         group = data[(data.condition == name) & (data.step > 0)]
         means = group.groupby("step").h_linear.agg(["mean", lambda v: tuple(t_interval(v, LEVEL))])
         lo, hi = zip(*means.iloc[:, 1])
-        ax.plot(means.index, means["mean"], "o-", color=f"C{i % 10}", label=label(name))
-        ax.fill_between(means.index, lo, hi, color=f"C{i % 10}", alpha=0.15)
+        ax.plot(means.index, 100 * means["mean"], "o-", color=f"C{i % 10}", label=label(name))
+        ax.fill_between(means.index, 100 * np.array(lo), 100 * np.array(hi), color=f"C{i % 10}", alpha=0.15)
     figures.step_axis(ax, sorted(data[data.step > 0].step.unique()))
-    ax.set_xlabel("training steps (log scale)"), ax.set_ylabel("linear probe on h")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.set_xlabel("training steps (log scale)"), ax.set_ylabel("linear probe on h (%)")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
-    show("Linear probe on h against training steps for each condition of this section with a ladder",
-         "Linear probe on h at each rung: mean and 95% t-interval over seeds.", fig)
+    folded(f"The linear probe on h along the ladder ({len(laddered)} conditions)", figure(
+        "Linear probe on h against training steps for each condition of this section with a ladder",
+        "Linear probe on h at each rung, in %: mean and 95% t-interval over seeds.", fig))
 
 
 def alignment_uniformity_plane():
@@ -291,8 +318,8 @@ def alignment_uniformity_plane():
     if not len(plane):
         return
     fig, ax = plt.subplots(figsize=(6.2, 3.8))
-    points = ax.scatter(plane.z_uniformity, plane.z_alignment, c=plane.h_linear, cmap="viridis", s=12)
-    fig.colorbar(points, ax=ax, label="linear probe on h")
+    points = ax.scatter(plane.z_uniformity, plane.z_alignment, c=100 * plane.h_linear, cmap="viridis", s=12)
+    fig.colorbar(points, ax=ax, label="linear probe on h (%)")
     ax.set_xlabel("uniformity of z (lower: more uniform)"), ax.set_ylabel("alignment of z (lower: closer views)")
     show("Alignment against uniformity of z for every finished run, coloured by linear-probe accuracy",
          f"The alignment-uniformity plane (Wang & Isola): {len(plane)} finished runs on {default['dataset']}, every "
@@ -318,15 +345,28 @@ if strays:      # claims.json judged under another registry: shown, never droppe
          + page.claim_list(strays, shared))
 
 # %%
+section("loss", "Training loss", "Every study's training loss, as `dvc plots show` draws it from reports/plots/loss/.")
+curves = {path.stem: pd.read_csv(path) for path in sorted(Path("reports/plots/loss").glob("*.csv"))}
+chance = {r.condition: chance_loss(r.config) for r in runs.drop_duplicates("condition").itertuples()}
+if curves:
+    folded(f"The loss curves of the {len(curves)} studies", figure(
+        "Training loss against steps, one panel per study, each condition a line",
+        "Each condition's training loss (mean over seeds; band: lowest to highest seed) against steps; the "
+        "log-losses in nats. Dotted grey: the chance loss (an encoder that tells nothing apart) where the loss has "
+        "one; a log axis where a curve starts more than three times above the panel's last values.",
+        figures.loss_panels(curves, chance)))
+
+# %%
 ladder_claims = [c for c in claims if c.get("ladder")]
 section("ladder", "The scale ladder",
         "A ladder arm trains on past the study's budget at a constant learning rate, with a checkpoint at every rung; "
         "a ladder claim's verdict is its top rung's, and its trend the slope of the effect against log10(steps) "
         "(legend). Each claim's details list its verdict at every rung.")
-show("Scale ladder: each ladder claim's effect and 95% interval against training steps",
-     f"The {len(ladder_claims)} ladder claims: the primary effect (claim's unit) and its 95% interval at each rung "
-     "(log axis); grey: inside the margin; dotted: the published effect where known; colour and marker: the verdict at "
-     "the top rung.", figures.ladder_grid(claims))
+folded(f"The {len(ladder_claims)} ladder claims' effects against steps", figure(
+    "Scale ladder: each ladder claim's effect and 95% interval against training steps",
+    f"The {len(ladder_claims)} ladder claims: the primary effect (claim's unit) and its 95% interval at each rung "
+    "(log axis); grey: inside the margin; dotted: the published effect where known; colour and marker: the verdict at "
+    "the top rung.", figures.ladder_grid(claims)))
 
 # %%
 section("setup", "Setup and deviations from the papers",
@@ -356,8 +396,9 @@ prov = {"git commit at render": commit + (" (uncommitted changes)" if dirty else
         "pretraining runs, peak memory per run (MB, max)": f"{runs.peak.max():.0f}" if len(runs) else "–",
         "pretraining, run time summed over runs (minutes)": f"{runs.wall_s.sum() / 60:.1f}" if len(runs) else "–"}
 cpus = runs.groupby("study").cpu.agg(lambda v: ", ".join(sorted(set(map(str, v))))) if len(runs) else {}
-html(pd.Series(prov, name="value").to_frame().to_html()
-     + "<p><b>CPU that trained each study</b>: " + page.esc("; ".join(f"{s}: {cpu}" for s, cpu in dict(cpus).items()))
+folded(f"The render: commit {commit[:12]}, configuration, library versions, memory and run time",
+       pd.Series(prov, name="value").to_frame().to_html())
+html("<p><b>CPU that trained each study</b>: " + page.esc("; ".join(f"{s}: {cpu}" for s, cpu in dict(cpus).items()))
      + "</p>")
 if Path("reports/stage_times.json").exists():
     stage_times = load("reports/stage_times.json")

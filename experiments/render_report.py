@@ -7,10 +7,11 @@ import sys
 
 from replication.io import atomic_path, stage_outputs
 from replication.judge import registration
-from replication.report.claims_view import load_claims
+from replication.judge.registry import load_registry
+from replication.report.claims_view import compute, load_claims, replication_summary
 from replication.report.notebook import render_notebook
 from replication.report.deviations import (DeviationError, derived_facts, deviations_markdown, load_deviations,
-                                           resolve_deviations)
+                                           miniature, resolve_deviations)
 from replication.report.markdown import claims_markdown
 
 if __name__ == "__main__":
@@ -25,4 +26,6 @@ if __name__ == "__main__":
     with stage_outputs("reports/report.html", "reports/claims.md"):
         render_notebook("analysis/report.py", "reports/report.html")
         with atomic_path("reports/claims.md") as tmp:
-            tmp.write_text(claims_markdown(claims) + "\n" + deviations_markdown(deviations))
+            summary = replication_summary(claims, miniature(), compute())
+            sections = load_registry("analysis/claims.yaml").sections
+            tmp.write_text(claims_markdown(claims, sections, summary) + "\n" + deviations_markdown(deviations))

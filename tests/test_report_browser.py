@@ -1,6 +1,8 @@
-"""The committed report, opened in headless Chromium (no network) at 1,400 x 1,000 px as a reader would:
-the key findings and the counts line on the first screen, at most 25 screens, every figure an SVG
-with alt text, no NaN, every claim id once as an anchor, the table of contents always in view."""
+"""The committed report, opened in headless Chromium (no network) at 1,366 x 768 px as a reader would:
+the summary and the five studies on the first screen, at most 20 screens with every <details> closed,
+every figure an SVG with alt text, no NaN, every claim id once as an anchor, the table of contents
+always in view; and reports/claims.md, rendered as GitHub renders Markdown, without a horizontal
+scroll in GitHub's 890-px column."""
 import json
 import re
 import shutil
@@ -13,7 +15,9 @@ from replication.report.claims_view import slug
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "reports" / "report.html"
-WIDTH, HEIGHT = 1400, 1000
+WIDTH, HEIGHT = 1366, 768
+STUDIES = ["simclr-temperature", "moco-momentum-long", "simclr-h-beats-z", "rotation-predictable-from-h",
+           "supcon-out-beats-in"]        # the five studies the repository exists for (issue 41)
 
 MEASURE = """<script>window.addEventListener('load', () => {
   document.querySelectorAll('script').forEach(s => s.remove());     // measure the page, not this script
@@ -22,8 +26,10 @@ MEASURE = """<script>window.addEventListener('load', () => {
   const words = t => t.split(/\\s+/).filter(w => w).length;
   const nav = document.querySelector('nav.toc');
   document.body.insertAdjacentHTML('beforeend', '<pre id="measured">' + JSON.stringify({
-    height: document.documentElement.scrollHeight, findings: bottom('ol.findings'), counts: bottom('p.counts'),
-    findings_shown: document.querySelectorAll('ol.findings li').length,
+    height: document.documentElement.scrollHeight, summary: bottom('p.summary'), counts: bottom('ul.counts'),
+    first_screen: [...document.querySelectorAll('table.lore a')].filter(a => {
+      const r = a.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight; })
+      .map(a => a.textContent),
     figures: figures.length,
     svg_with_alt: figures.filter(f => { const s = f.querySelector('svg');
                                         return s && (s.getAttribute('aria-label') || '').trim(); }).length,
@@ -64,13 +70,13 @@ def measured(tmp_path_factory):
     return measure(REPORT, tmp_path_factory.mktemp("browser"))
 
 
-def test_the_first_screen_holds_the_key_findings_and_the_counts(measured):
-    assert 3 <= measured["findings_shown"] <= 6
-    assert measured["findings"] < HEIGHT and measured["counts"] < HEIGHT, measured
+def test_the_first_screen_holds_the_summary_and_the_five_studies(measured):
+    assert measured["summary"] < HEIGHT
+    assert set(STUDIES) <= set(measured["first_screen"]), measured["first_screen"]
 
 
-def test_the_page_is_at_most_25_screens(measured):
-    assert measured["height"] / HEIGHT <= 25, measured["height"]
+def test_the_page_is_at_most_20_screens(measured):
+    assert measured["height"] / HEIGHT <= 20, measured["height"]
 
 
 def test_every_figure_is_an_svg_with_alt_text(measured):
@@ -99,3 +105,35 @@ WORDS_BEFORE = 24_260    # words a reader saw on the report of commit bf1ea85 (i
 def test_a_reader_sees_at_most_a_third_of_the_words_of_the_old_report(measured):
     """Words shown with every <details> folded; the folded details hold the rest."""
     assert measured["visible_words"] <= WORDS_BEFORE / 3, measured["visible_words"]
+
+
+GITHUB = """<style>body { margin: 0; } .markdown-body { width: 890px; font: 16px/1.5 -apple-system, 'Segoe UI',
+  'Noto Sans', Helvetica, Arial, sans-serif; } .markdown-body table { display: block; width: max-content;
+  max-width: 100%; overflow: auto; border-spacing: 0; border-collapse: collapse; }
+  .markdown-body td, .markdown-body th { padding: 6px 13px; border: 1px solid #d0d7de; }
+  .markdown-body code { font: 85% ui-monospace, SFMono-Regular, Menlo, monospace; padding: .2em .4em; }</style>"""
+# GitHub's own rules for a Markdown file's column and its tables (github-markdown-css)
+
+WIDE = """<script>window.addEventListener('load', () => {
+  document.querySelectorAll('script').forEach(s => s.remove());
+  const tables = [...document.querySelectorAll('table')];
+  document.body.insertAdjacentHTML('beforeend', '<pre id="measured">' + JSON.stringify({tables: tables.length,
+    scrolling: tables.filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.querySelector('tr').textContent)})
+    + '</pre>');
+});</script>"""
+
+
+def test_claims_md_fits_githubs_column_without_a_horizontal_scroll(tmp_path):
+    """claims.md rendered by a CommonMark library with GitHub's tables, in an 890-px column with GitHub's
+    table rules: no table scrolls sideways."""
+    if not chromium():
+        pytest.skip("Debian's chromium is not installed (make browser)")
+    from markdown_it import MarkdownIt
+    body = MarkdownIt("commonmark").enable("table").render((ROOT / "reports" / "claims.md").read_text())
+    page = tmp_path / "claims.html"
+    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'>{GITHUB}</head><body>"
+                    f"<article class='markdown-body'>{body}</article>{WIDE}</body></html>")
+    dom = subprocess.run([chromium(), *flags(tmp_path / "profile"), "--virtual-time-budget=10000", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    found = json.loads(re.findall(r'<pre id="measured">(\{.*?)</pre>', dom, re.S)[-1])
+    assert found["tables"] >= 3 and found["scrolling"] == [], found

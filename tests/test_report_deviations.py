@@ -125,7 +125,7 @@ def test_every_string_is_escaped_in_html_and_markdown(tmp_path):
     assert "href='#claim-id-" in page                      # an unsafe id becomes a digest in the anchor
     markdown = rd.deviations_markdown(rows)
     table = [line for line in markdown.splitlines() if line.startswith("| batch")]
-    assert "<script" not in markdown and "<img" not in markdown and len(table) == 1
+    assert not re.search(r"(?<!\\)<(script|img)", markdown) and len(table) == 1     # escaped for Markdown: \<script
     assert len(re.split(r"(?<!\\)\|", table[0])) == 7      # the payload's characters never split a cell
 
 

@@ -61,7 +61,7 @@ def test_claims_md_shows_each_claims_verdict_effect_and_reason_as_claims_json_ha
         if c["id"] in rows:
             row = rows[c["id"]]
             assert f"**{markdown.cell(c['verdict'])}**" in row, c["id"]
-            assert markdown.cell(markdown.ours(c)) in row, c["id"]
+            assert markdown.cell(rc.ours(c)) in row, c["id"]
             assert markdown.cell(rc.reason(c)) in row, c["id"]
 
 

@@ -1,25 +1,32 @@
 """What the report says about each claim, read from reports/claims.json: its origin, labels, effect
 in the claim's own unit beside the published one, the count of seeds or realisations, a one-line
-reason, the verdict under the original rules, and the registered rule that picks the key findings.
+reason, the verdict under the original rules; the lore rows (the studies the repository exists
+for), the counts (one function for every page) and the replication summary.
 
 Fields that claims.json does not carry yet (origin, labels, robustness, primary, realisations) are
 read when present; otherwise each function says how it falls back. No function here writes HTML.
 """
 import hashlib
+import json
 import math
 import re
-from collections import Counter
+from pathlib import Path
 
-from ..judge.verdicts import DECIDED, JUDGED, MAGNITUDES, NOT_JUDGED, interval_reason, rank
+from ..judge.judge import summary
+from ..judge.verdicts import DECIDED, JUDGED, MAGNITUDES, VERDICTS, interval_reason, rank
 
-KEY_FINDINGS_RULE = (
-    "Key findings are chosen by one fixed rule (render_claims.key_findings): claims of the literature (not the "
-    "documents' own examples) whose verdict is reproduced, contradicted or no meaningful effect, with a paired "
-    "effect, labelled robust (where claims.json carries robustness labels), neither unstable nor calibrated; the "
-    "largest |effect| first, measured in multiples of the claim's own margin (the one unit all claims share), at "
-    "most six. A finding that is post hoc or not converged says so.")
-DOUBTS = {"unstable", "calibrated"}        # keep a claim out of the key findings
-CAVEATS = ("post hoc", "not converged")    # shown beside a key finding
+LORE = [   # (claim id, study): the questions the repository exists for, in the order the first screen asks them
+    ("simclr-temperature", "SimCLR temperature"),
+    ("moco-momentum-long", "MoCo momentum (long run)"),
+    ("moco-momentum-short", "MoCo momentum (short run)"),
+    ("simclr-h-beats-z", "Projection head: h against z"),
+    ("rotation-predictable-from-h", "Rotation probe on h and z"),
+    ("supcon-out-beats-in", "SupCon: outside against inside"),
+    ("mocov2-beats-simclr", "MoCo v2 against SimCLR"),
+    ("supervised-beats-simclr", "The supervised gap"),
+    ("more-negatives-help", "Batch size and negatives"),
+    ("align-uniform-beats-contrastive", "Alignment and uniformity"),
+]
 
 
 def origin(claim):
@@ -61,12 +68,6 @@ def robustness(claim):
         (label for label in labels(claim) if label == "robust" or label.startswith("depends on")), None)
 
 
-def is_robust(claim):
-    """Robust by its label; a claim without a robustness label (claims.json has none yet) is not
-    ruled out by it."""
-    return robustness(claim) in (None, "robust")
-
-
 def number(x):
     """x as a finite float, or None (missing, NaN, infinite or not a number)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
@@ -97,27 +98,15 @@ def effect_of(claim, c):
 
 
 def published_effect(claim, i=0):
-    """The published effect of the claim's i-th contrast in the claim's unit: published_effect_value
-    (a number, or one per contrast) times the claim's scale when claims.json holds it; else, for an
-    effect in points, the first "<number> points" of the published_effect text (the first
-    contrast's); else None."""
-    scale, unit = scale_unit(claim)
+    """The published effect of the claim's i-th contrast in the claim's unit (published_effect_value,
+    a number or one per contrast, times the claim's scale), or None where it is not a number: the
+    value the magnitude comparison read."""
     value = claim.get("published_effect_value")
     if isinstance(value, list):
         value = value[i] if i < len(value) else None
     elif i > 0:
         value = None
-    if number(value) is not None:
-        return scale * value
-    found = re.search(r"([+-]?\d+(?:\.\d+)?) points", str(claim.get("published_effect") or ""))
-    return float(found.group(1)) if found and unit.strip() == "points" and i == 0 else None
-
-
-def in_margins(claim):
-    """The primary effect in multiples of its margin (the one unit every claim shares), or None."""
-    c = claim.get("contrast") or {}
-    mean, margin = number(c.get("diff_mean")), number(c.get("margin"))
-    return mean / margin if mean is not None and margin else None
+    return None if number(value) is None else scale_unit(claim)[0] * value
 
 
 def rung(claim):
@@ -209,40 +198,101 @@ def reason(claim):
     return first_sentence(claim.get("note")) or "–"
 
 
-def key_findings(claims, most=6):
-    """The registered rule (KEY_FINDINGS_RULE): robust literature verdicts with a paired effect,
-    largest |effect in margins| first, at most `most`."""
-    eligible = [c for c in claims if origin(c) == "literature" and c["verdict"] in DECIDED
-                and is_robust(c) and not DOUBTS & set(labels(c)) and in_margins(c) is not None]
-    return sorted(eligible, key=lambda c: -abs(in_margins(c)))[:most]
-
-
-def caveats(claim):
-    """The labels a key finding carries beside it."""
-    return [label for label in CAVEATS if label in labels(claim) or (label == "post hoc" and post_hoc(claim))]
-
-
 def is_calibrated(claim):
     return "calibrated" in labels(claim)
 
 
+VERDICT_OF = {v.replace(" ", "_"): v for v in VERDICTS}    # summary.json's keys back to the verdict words
+
+
 def counts(claims):
-    """{origin: {'judged': Counter, 'not judged': Counter, 'calibrated': n}}: 'not tested', 'not
-    testable here' and calibrated figures are kept outside 'judged'."""
-    out = {}
+    """The counts every page prints, from judge.judge.summary (the function that writes
+    reports/summary.json, which README and `dvc metrics show` read): per origin the claims, the
+    judged ('not tested' and calibrated figures outside) and each verdict among them, in
+    verdicts.VERDICTS order; the labels."""
+    found = summary(claims)
     for group in ("literature", "document"):
-        members = [c for c in claims if origin(c) == group]
-        calibrated = [c for c in members if is_calibrated(c)]
-        rest = [c for c in members if not is_calibrated(c)]
-        out[group] = {"total": len(members), "calibrated": len(calibrated),
-                      "judged": Counter(c["verdict"] for c in rest if c["verdict"] not in NOT_JUDGED),
-                      "not judged": Counter(c["verdict"] for c in rest if c["verdict"] in NOT_JUDGED)}
-    return out
+        part = found[group]
+        part["verdicts"] = dict(sorted(((VERDICT_OF.get(k, k), n) for k, n in part["verdicts"].items()),
+                                       key=lambda item: rank(item[0])))
+    return found
+
+
+def counts_text(claims):
+    """The counts in words, one line per origin and one for the labels, as every page prints them."""
+    found = counts(claims)
+    lines = []
+    for group, title in (("literature", "literature claims"), ("document", "of the documents' own examples")):
+        part = found[group]
+        calibrated = part["claims"] - part["judged"] - part["not_tested"]
+        verdicts = ", ".join(f"{n} {v}" for v, n in part["verdicts"].items())
+        lines.append(f"{part['claims']} {title}: {part['judged']} judged ({verdicts or 'none'}); "
+                     f"{part['not_tested']} not tested" + (f"; {calibrated} calibrated" if calibrated else "") + ".")
+    labels = found["labels"]
+    lines.append(f"Labels: {labels['robust']} robust, {labels['depends_on']} depending on a choice, "
+                 f"{labels['post_hoc']} post hoc, {labels['calibrated']} calibrated (never counted as judged), "
+                 f"{labels['not_converged']} not converged, {labels['unstable']} unstable.")
+    return lines
+
+
+def compute(root="."):
+    """What the run cost, from its own records: CPU-minutes of pretraining and of evaluation (each
+    run's wall time times its torch threads), the runs, the CPUs they ran on, and the wall minutes
+    of every stage run one at a time (reports/stage_times.json), or None where a file is missing."""
+    spent, runs, cpus = {}, 0, set()
+    for kind in ("pretrain", "evaluate"):
+        records = [json.loads(p.read_text()) for p in sorted(Path(root, "results", kind).glob("*/*/seed_*.json"))]
+        spent[kind] = sum((r.get("wall_s") or 0) * (r.get("threads") or 1) for r in records) / 60
+        runs = max(runs, len(records))
+        cpus |= {r["cpu"] for r in records if r.get("cpu")}
+    stages = Path(root, "reports", "stage_times.json")
+    timed = json.loads(stages.read_text()) if stages.exists() else {}
+    return {**spent, "runs": runs, "cpus": sorted(cpus | {r["cpu"] for r in timed.values() if r.get("cpu")}),
+            "stages": len(timed), "stage_minutes": sum(r["seconds"] for r in timed.values()) / 60 if timed else None}
+
+
+def replication_summary(claims, scale, cost):
+    """The one-paragraph summary in the manner of an ML Reproducibility Challenge report: scope, what
+    reproduced and what did not (the lore rows by verdict), the compute (`cost`: compute()) and what
+    was hard, every number counted from `claims` and `cost`."""
+    found = counts(claims)["literature"]
+    rows = lore(claims)
+    named = lambda *verdicts: ", ".join(study for study, c in rows if c["verdict"] in verdicts) or "none"
+    literature = [c for c in claims if origin(c) == "literature"]
+    untestable = sum(c["verdict"] == "not testable here" for c in literature)
+    open_ = sum(c["verdict"] == "inconclusive" for c in literature)
+    moving = sum("not converged" in labels(c) for c in literature)
+    stages = (f"; the {cost['stages']} stages, run one at a time, took {cost['stage_minutes']:.0f} minutes of wall "
+              "time" if cost.get("stage_minutes") is not None else "")
+    return (f"Scope: {found['claims']} published claims about contrastive learning, {len(rows)} of them central "
+            f"(the table), tested {scale}. Reproduced: {named('reproduced')}. Not reproduced: contradicted "
+            f"{named('contradicted')}; inconclusive {named('inconclusive', 'no meaningful effect')}; not testable "
+            f"here {named('not testable here', 'not tested')}. Compute: "
+            f"{cost['pretrain']:,.0f} CPU-minutes of pretraining and {cost['evaluate']:,.0f} of evaluation over "
+            f"{cost['runs']} runs on {', '.join(cost['cpus']) or 'an unrecorded CPU'}{stages}. Hard: {untestable} "
+            f"claims could not be tested because an arm they need did not train in miniature, {open_} intervals "
+            f"still reach across their margin, and {moving} verdicts rest on arms still moving at the top rung.")
 
 
 def by_verdict(claims):
-    """Claims sorted by verdict (in verdicts.VERDICTS order), then by |effect in margins|, largest first."""
-    return sorted(claims, key=lambda c: (rank(c["verdict"]), -abs(in_margins(c) or 0)))
+    """Claims sorted by verdict (in verdicts.VERDICTS order), in their own order within a verdict."""
+    return sorted(claims, key=lambda c: rank(c["verdict"]))
+
+
+def by_section(claims, sections):
+    """[(section, its claims)] in the registry's order (`sections`: analysis/claims.yaml's), then any
+    section the registry does not define, so that no claim is dropped."""
+    order = [s["id"] for s in sections] + sorted({c["section"] for c in claims} - {s["id"] for s in sections})
+    titled = {s["id"]: s for s in sections}
+    grouped = [(titled.get(name, {"id": name, "title": name}), [c for c in claims if c["section"] == name])
+               for name in order]
+    return [(section, members) for section, members in grouped if members]
+
+
+def lore(claims):
+    """The lore rows present in `claims`, in LORE's order: [(study, claim)]."""
+    by_id = {c["id"]: c for c in claims}
+    return [(study, by_id[cid]) for cid, study in LORE if cid in by_id]
 
 
 def sig(x, digits=4):
@@ -284,14 +334,46 @@ def our_value(claim):
 
 
 def published_text(claim):
-    """The published figure: the effect in the claim's unit when known, else the text as printed."""
-    effect = published_effect(claim)
-    if effect is not None:
-        return f"{effect:+.3g}{scale_unit(claim)[1]}"
+    """The published figure: the effect of each contrast in the claim's unit when known ('+4.7 / +6.4
+    points'), else the text as printed."""
+    effects = [published_effect(claim, i) for i in range(max(1, len(contrasts(claim))))]
+    if effects[0] is not None:
+        return " / ".join(f"{e:+.3g}" for e in effects if e is not None) + scale_unit(claim)[1]
     value = claim.get("published_effect") or claim.get("published")
     if value is None or value == "":
         return "–"
     return sig(value, 6) if number(value) is not None else str(value)
+
+
+def paper(claim):
+    """The paper and table a published figure comes from: the last parenthesis of the claim's source
+    ('Chen et al. 2020, Table 5'), else the source."""
+    found = re.findall(r"\(([^()]*)\)", claim.get("source") or "")
+    return found[-1] if found else claim.get("source") or "–"
+
+
+def published_setting(claim):
+    """Where the published figure comes from: its paper and, where it differs from the effect shown,
+    the figures as printed ('Chen et al. 2020, Table 5: 64.4% at tau 0.1; ...')."""
+    printed = claim.get("published")
+    return paper(claim) + (f": {printed}" if printed and printed != published_text(claim) else "")
+
+
+def ours(claim):
+    """Our effect in the claim's unit with its interval; every contrast of a claim that has several,
+    the deciding one first; our value for a claim without a paired effect."""
+    effect = our_effect(claim)
+    if not effect:
+        return our_value(claim)
+    others = [c for c in contrasts(claim) if c is not claim.get("contrast") and c != claim.get("contrast")]
+    return "; ".join([effect_text(effect)] + [f"{c['b']}: {effect_text(effect_of(claim, c))}"
+                                              for c in others if effect_of(claim, c)])
+
+
+def tags(claim):
+    """The robustness label first, then the claim's other labels."""
+    first = [robustness(claim)] if robustness(claim) else []
+    return first + [t for t in labels(claim) if t not in first and t != "robust" and not t.startswith("depends on")]
 
 
 def arm_conditions(claim):
@@ -342,20 +424,49 @@ def _figure_and_step(key):
     return None
 
 
+def _arm_source(claim, name, registered):
+    """(condition, figure, step) of a claim's arm read from a single condition (step None: the
+    budget), or None for an arm pooled over conditions or read at a rung named by index."""
+    spec = ((registered.get(claim["id"]) or {}).get("arms") or {}).get(name) or {}
+    where = _figure_and_step(((claim.get("arms") or {}).get(name) or {}).get("key"))
+    named = RECORD.findall(repr(spec))
+    if where is None or not isinstance(spec.get("files"), str) or len(set(named)) != 1:
+        return None
+    return (named[0], *where)
+
+
 def section_arms(judged, registered):
     """One row per seed of every arm a section's claims read from a single condition, as judged (at
-    the verdict's rung): {condition, figure, step, seed, value}; each condition and figure once."""
+    the verdict's rung), in the claim's unit (accuracies in %): {condition, figure, step, seed, value,
+    unit}; each condition and figure once."""
     rows, seen = [], set()
     for claim in judged:
-        specs = (registered.get(claim["id"]) or {}).get("arms") or {}
+        scale, unit = scale_unit(claim)
         for name, arm in (claim.get("arms") or {}).items():
-            spec, where = specs.get(name) or {}, _figure_and_step(arm.get("key"))
-            named = RECORD.findall(repr(spec))
-            if where is None or not isinstance(spec.get("files"), str) or len(set(named)) != 1:
+            source = _arm_source(claim, name, registered)
+            if source is None or source in seen or not all(number(v) is not None for v in arm.get("values", [])):
                 continue
-            if (named[0], *where) in seen or not all(number(v) is not None for v in arm.get("values", [])):
-                continue
-            seen.add((named[0], *where))
-            rows += [{"condition": named[0], "figure": where[0], "step": where[1], "seed": seed, "value": value}
+            seen.add(source)
+            rows += [{"condition": source[0], "figure": source[1], "step": source[2], "seed": seed,
+                      "value": scale * value, "unit": unit.strip()}
                      for seed, value in zip(arm.get("seeds") or [], arm["values"])]
     return rows
+
+
+def published_marks(judged, registered):
+    """Where each published effect puts a contrast's first arm: the second arm's mean plus the
+    published effect, in the claim's unit, on the panel and column of the first arm (claims whose
+    arms are each read from a single condition and whose effect is a - b): {condition, figure, step,
+    value, claim}."""
+    marks = []
+    for claim in judged:
+        scale, _ = scale_unit(claim)
+        for i, c in enumerate(contrasts(claim)):
+            effect, arms = published_effect(claim, i), claim.get("arms") or {}
+            a, b = (_arm_source(claim, c.get(side), registered) if c.get(side) in arms else None for side in "ab")
+            if effect is None or a is None or b is None or c.get("direction") != "greater" or \
+                    number(arms[c["b"]].get("mean")) is None:
+                continue
+            marks.append({"condition": a[0], "figure": a[1], "step": a[2], "claim": claim["id"],
+                          "value": scale * arms[c["b"]]["mean"] + effect})
+    return marks

@@ -23,7 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from ..io import load_yaml
 from .claims_view import slug
 from .page import esc
-from .markdown import cell
+from .markdown import cell, code
 
 DEVIATIONS = Path("analysis/deviations.yaml")
 PLACEHOLDER = re.compile(r"\{([^{}:]+):([^{}]+)\}")
@@ -189,6 +189,21 @@ def derived_facts(resolved_root="resolved", results_root="results"):
     return facts
 
 
+def miniature(resolved_root="resolved", data_root="data"):
+    """The scale the study runs at, in words, read from the resolved configuration and the default
+    dataset's manifest: image size, dataset and classes, the reference arm's budget, the ladder's top
+    rungs."""
+    file, condition = REFERENCE_ARM
+    default = json.loads(Path(resolved_root, f"{file}.json").read_text())["conditions"][condition]
+    size = json.loads(Path(resolved_root, "data.json").read_text())["image_size"]
+    classes = len(json.loads(Path(data_root, f"{default['dataset']}.json").read_text())["classes"])
+    conditions = json.loads(Path(resolved_root, "conditions.json").read_text())["conditions"].values()
+    top = max(c["rungs"][-1] for c in conditions)
+    return (f"in miniature on a CPU: synthetic {size}x{size} images ({default['dataset']}, {classes} classes) and "
+            f"handwritten digits, a three-layer CNN, {default['steps']} steps of {default['batch']} images, ladder "
+            f"claims up to {top:,} steps")
+
+
 def claim_links(entry, link):
     """The claims an entry can affect, each written by `link(id)`; `all trained` in words."""
     if entry["claims"] == ALL_TRAINED:
@@ -216,7 +231,7 @@ def deviations_markdown(rows):
     """The setup table as a Markdown section of reports/claims.md, every cell escaped."""
     lines = ["| setting | the papers | ours | why | claims it can affect |", "|---|---|---|---|---|"]
     for r in rows:
-        claims = claim_links(r, lambda c: f"`{cell(c)}`")
+        claims = claim_links(r, code)
         lines.append(f"| {cell(r['setting'])} | {cell(r['paper'])} ({cell(r['source'])}) | {cell(r['ours'])} | "
                      f"{cell(r['why'])} | {claims} |")
     return ("## Setup: where this study differs from the papers\n\n"

@@ -18,10 +18,7 @@ import numpy as np
 from contrastive.train import augment_options as train_augment_options
 
 from ..judge.verdicts import STYLE, rank as verdict_rank
-from .claims_view import contrasts, in_margins, number, published_effect, scale_unit
-
-CLIP = 10          # the forest plot's x axis ends at +-CLIP margins; rows beyond end in an arrow
-
+from .claims_view import number, our_effect, published_effect, scale_unit
 
 def svg_markup(fig, alt, key):
     """The figure as inline SVG markup labelled with `alt`; its ids carry the prefix `key` so that
@@ -48,75 +45,61 @@ def figure_html(fig, alt, caption, key):
     return f"<figure>{svg_markup(fig, alt, key)}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
+UNITS = {"points": "effect in points of accuracy"}     # an axis title per unit; any other unit by name
+OWN_UNIT = "effect in the claim's own unit (a loss, a similarity or a correlation: see the claim's metric)"
+
+
 def forest_rows(claims):
-    """One row per contrast with an effect: claim id, label, effect and interval in units of its
-    margin, the published effect (same unit) where known, and the claim's verdict; grouped by
-    verdict, largest effect first within a group."""
+    """One row per claim with an effect (its deciding contrast, as reports/plots/forest.csv has it):
+    claim id, effect, interval and margin in the claim's unit, the published effect (same unit) where
+    known, the unit and the verdict; grouped by unit, then by verdict, largest effect first."""
     rows = []
     for claim in claims:
-        for i, c in enumerate(contrasts(claim)):
-            published = published_effect(claim, i)
-            mean, margin = number(c.get("diff_mean")), number(c.get("margin"))
-            lo, hi = (number(v) for v in (c.get("diff_ci95") or [None, None]))
-            if mean is None or not margin or lo is None or hi is None:
-                continue
-            scale, _ = scale_unit(claim)
-            arms = f" ({c.get('a')} − {c.get('b')})" if len(contrasts(claim)) > 1 else ""
-            rows.append({"claim": claim["id"], "verdict": claim["verdict"], "effect": mean / margin,
-                         "lo": lo / margin, "hi": hi / margin,
-                         "label": f"{claim['id']}{arms}",
-                         "published": published / (scale * margin) if published is not None else None,
-                         "order": (verdict_rank(claim["verdict"]), -(in_margins(claim) or 0), i)})
-    return sorted(rows, key=lambda r: r["order"])
-
-
-def _arrow(ax, x, y, colour):
-    """A clipped interval's arrow head at the axis edge."""
-    ax.plot([x], [y], marker=">" if x > 0 else "<", color=colour, ms=7, clip_on=False)
+        effect = our_effect(claim)
+        if effect is None or effect["lo"] is None or effect["hi"] is None:
+            continue
+        rows.append({"claim": claim["id"], "verdict": claim["verdict"], "effect": effect["mean"], "lo": effect["lo"],
+                     "hi": effect["hi"], "margin": effect["margin"] or 0, "unit": effect["unit"].strip(),
+                     "published": published_effect(claim)})
+    return sorted(rows, key=lambda r: (r["unit"] != "points", r["unit"], verdict_rank(r["verdict"]), -r["effect"]))
 
 
 def forest_plot(claims):
-    """Every contrast's effect and 95% interval in units of its own margin (the band from -1 to 1 is
-    'no meaningful effect'), grouped by verdict; each row links to its claim (#claim-<id>)."""
+    """Every claim's effect and 95% interval in its own unit, one panel per unit (points of accuracy
+    first), each row with its margin as a grey band and the published effect as a black bar, grouped
+    by verdict; each row links to its claim (#claim-<id>)."""
     rows = forest_rows(claims)
-    fig, ax = plt.subplots(figsize=(11, 0.24 * len(rows) + 1.6))
-    ax.axvspan(-1, 1, color="#eeeeee", zorder=0)
-    ax.axvline(0, color="grey", lw=0.8)
-    labels = []
-    for i, r in enumerate(rows):
-        y = len(rows) - 1 - i
-        colour, marker = STYLE.get(r["verdict"], ("#999999", "x"))
-        lo, hi = max(r["lo"], -CLIP), min(r["hi"], CLIP)
-        line, = ax.plot([lo, hi], [y, y], color=colour, lw=2)
-        point, = ax.plot([min(max(r["effect"], -CLIP), CLIP)], [y], marker, color=colour, ms=6,
-                         mfc="white" if r["verdict"] not in STYLE or "not" in r["verdict"] else colour)
-        for artist in (line, point):
-            artist.set_url(f"#claim-{r['claim']}")
-        for edge in (x for x in (r["lo"], r["hi"]) if abs(x) > CLIP):
-            _arrow(ax, CLIP if edge > 0 else -CLIP, y, colour)
-        if abs(r["effect"]) > CLIP:       # the point itself is off the axis: its value beside the arrow
-            side = 1 if r["effect"] > 0 else -1
-            ax.text(side * (CLIP - 0.3), y, f"{r['effect']:+.0f}", ha="right" if side > 0 else "left", va="center",
-                    fontsize=8, color=colour)
-        if r["published"] is not None:
-            ax.plot([min(max(r["published"], -CLIP), CLIP)], [y], "|", color="black", ms=11, mew=2)
-        labels.append(r["label"])
-    ax.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=9)
-    for tick, r in zip(ax.get_yticklabels(), reversed(rows)):
-        tick.set_url(f"#claim-{r['claim']}")
-    for i in range(1, len(rows)):        # a rule between verdict groups
-        if rows[i]["verdict"] != rows[i - 1]["verdict"]:
-            ax.axhline(len(rows) - i - 0.5, color="#555555", lw=0.6, ls=":")
-    ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlim(-CLIP, CLIP)
-    ax.set_xlabel(f"effect in the claimed direction, in multiples of the claim's margin (axis ends at ±{CLIP}; "
-                  "an arrow marks an interval beyond it)")
+    units = list(dict.fromkeys(r["unit"] for r in rows)) or [""]
+    sizes = [sum(r["unit"] == u for r in rows) for u in units]
+    fig, axes = plt.subplots(len(units), 1, figsize=(11, 0.15 * len(rows) + 1.2 * len(units) + 0.4), squeeze=False,
+                             gridspec_kw={"height_ratios": [n + 3 for n in sizes]})
+    for ax, unit in zip(axes[:, 0], units):
+        mine = [r for r in rows if r["unit"] == unit]
+        ax.axvline(0, color="grey", lw=0.8)
+        for y, r in zip(range(len(mine) - 1, -1, -1), mine):
+            colour, marker = STYLE.get(r["verdict"], ("#999999", "x"))
+            ax.barh(y, 2 * r["margin"], left=-r["margin"], height=0.8, color="#e6e6e6", zorder=0)
+            line, = ax.plot([r["lo"], r["hi"]], [y, y], color=colour, lw=2)
+            point, = ax.plot([r["effect"]], [y], marker, color=colour, ms=5,
+                             mfc="white" if r["verdict"] not in STYLE or "not" in r["verdict"] else colour)
+            for artist in (line, point):
+                artist.set_url(f"#claim-{r['claim']}")
+            if r["published"] is not None:
+                ax.plot([r["published"]], [y], "|", color="black", ms=10, mew=2)
+        ax.set_yticks(range(len(mine)), [r["claim"] for r in reversed(mine)], fontsize=8)
+        for tick, r in zip(ax.get_yticklabels(), reversed(mine)):
+            tick.set_url(f"#claim-{r['claim']}")
+        for i in range(1, len(mine)):        # a rule between verdict groups
+            if mine[i]["verdict"] != mine[i - 1]["verdict"]:
+                ax.axhline(len(mine) - i - 0.5, color="#555555", lw=0.6, ls=":")
+        ax.set_ylim(-0.7, len(mine) - 0.3)
+        ax.set_xlabel(UNITS.get(unit, f"effect in {unit}" if unit else OWN_UNIT), fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
     handles = [plt.Line2D([], [], color=c, marker=m, lw=2, label=v) for v, (c, m) in STYLE.items()
                if v != "not tested" and any(r["verdict"] == v for r in rows)]
-    handles.append(plt.Line2D([], [], color="black", marker="|", ms=11, mew=2, lw=0, label="published effect"))
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=9,
-               frameon=False)
-    ax.grid(axis="x", alpha=0.3)
+    handles += [plt.Line2D([], [], color="black", marker="|", ms=10, mew=2, lw=0, label="published effect"),
+                plt.Rectangle((0, 0), 1, 1, color="#e6e6e6", label="inside the margin")]
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -159,12 +142,12 @@ def published_vs_ours(claims):
     return fig
 
 
-def ladder_grid(claims, columns=6):
+def ladder_grid(claims, columns=4):
     """One small panel per ladder claim: the primary effect (claim's unit) and its 95% interval
     against training steps (log axis), the margin band and the published effect."""
     ladder = [c for c in claims if c.get("ladder")]
     rows = max(1, -(-len(ladder) // columns))
-    fig, axes = plt.subplots(rows, columns, figsize=(2.35 * columns, 2.1 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.4 * rows), squeeze=False)
     for ax, claim in zip(axes.flat, ladder):
         scale, unit = scale_unit(claim)
         steps, mean, lo, hi = [], [], [], []
@@ -181,16 +164,16 @@ def ladder_grid(claims, columns=6):
         if steps:
             ax.plot(steps, mean, marker + "-", color=colour, ms=4)
             ax.fill_between(steps, lo, hi, color=colour, alpha=0.2)
-            step_axis(ax, steps, fontsize=6.5)
+            step_axis(ax, steps, fontsize=8)
         if published_effect(claim) is not None:
             ax.axhline(published_effect(claim), color="black", ls=":", lw=1)
-        ax.tick_params(axis="y", labelsize=6.5)
-        ax.set_title(f"{claim['id']}\n{claim['verdict']}; trend: {claim.get('trend') or '–'}", fontsize=7,
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_title(f"{claim['id']}\n{claim['verdict']}; trend: {claim.get('trend') or '–'}", fontsize=8,
                      url=f"#claim-{claim['id']}")
-        ax.set_ylabel(unit.strip() or "effect", fontsize=7)
+        ax.set_ylabel(unit.strip() or "effect", fontsize=8)
     for ax in list(axes.flat)[len(ladder):]:
         ax.axis("off")
-    fig.supxlabel("training steps (log scale)", fontsize=8)
+    fig.supxlabel("training steps (log scale)", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -318,9 +301,10 @@ def seed_plot(ax, df, x, y, level, hue=None, order=None):
     return ax
 
 
-def arm_panels(rows, panels, label, level, columns=3):
+def arm_panels(rows, panels, label, level, marks=(), columns=3):
     """rows (claims_view.section_arms) as one seed plot per (figure, step) panel, a column per
-    condition (labelled by `label`), the panels in the order given."""
+    condition (labelled by `label`), the panels in the order given; accuracies in %. `marks`
+    (claims_view.published_marks): where a published effect puts an arm, a dashed black bar."""
     import pandas as pd
     data = pd.DataFrame(rows)
     n_rows = -(-len(panels) // columns)
@@ -331,11 +315,47 @@ def arm_panels(rows, panels, label, level, columns=3):
         part["arm"] = part.condition.map(label)
         order = list(dict.fromkeys(part.arm))
         seed_plot(ax, part, x="arm", y="value", level=level, order=order)
-        ax.set_xlabel(""), ax.set_ylabel(figure, fontsize=9)
+        for mark in marks:
+            if mark["figure"] == figure and mark["step"] == step and label(mark["condition"]) in order:
+                x = order.index(label(mark["condition"]))
+                ax.plot([x - 0.35, x + 0.35], [mark["value"]] * 2, color="black", ls="--", lw=1.5)
+        percent = set(part.unit) == {"points"}
+        ax.set_xlabel(""), ax.set_ylabel(f"{figure} (%)" if percent else figure, fontsize=9)
         ax.set_title(f"{figure} at {'the budget' if step is None else f'{step:,} steps'}", fontsize=9)
         ax.tick_params(axis="x", labelrotation=30 if len(order) > 3 else 0, labelsize=8)
         plt.setp(ax.get_xticklabels(), ha="right" if len(order) > 3 else "center", rotation_mode="anchor")
     for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    if marks:
+        fig.legend(handles=[plt.Line2D([], [], color="black", ls="--", label="published: the other arm's mean plus "
+                                       "the published effect")], loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                   fontsize=9, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def loss_panels(curves, chance, columns=4):
+    """One panel per study: each condition's training loss (mean over seeds, the band from the lowest
+    to the highest seed) against steps; dotted grey: the chance loss of its conditions where the loss
+    has one (judge.kinds.chance_loss); a log axis where a curve starts more than three times above the
+    panel's last values. `curves`: {study: DataFrame of reports/plots/loss/<study>.csv}; `chance`:
+    {condition: loss or None}."""
+    n_rows = -(-len(curves) // columns)
+    fig, axes = plt.subplots(n_rows, columns, figsize=(11, 2.6 * n_rows), squeeze=False)
+    for ax, (study, curve) in zip(axes.flat, curves.items()):
+        for i, (name, line) in enumerate(curve.groupby("series", sort=False)):
+            ax.plot(line.step, line.loss, color=f"C{i % 10}", lw=1.2, label=name)
+            ax.fill_between(line.step, line.loss_min, line.loss_max, color=f"C{i % 10}", alpha=0.15, lw=0)
+        for level in sorted({chance.get(name) for name in curve.series.unique()} - {None}):
+            ax.axhline(level, color="grey", ls=":", lw=1.2)
+        last = curve.groupby("series").loss.last()
+        if curve.loss.max() > 3 * last.max() > 0:
+            ax.set_yscale("log")
+        ax.set_title(study, fontsize=9)
+        ax.set_xlabel("steps", fontsize=8), ax.set_ylabel("training loss", fontsize=8)
+        ax.tick_params(labelsize=7.5)
+        ax.legend(fontsize=6.5, frameon=False, loc="upper right")
+    for ax in list(axes.flat)[len(curves):]:
         ax.axis("off")
     fig.tight_layout()
     return fig

@@ -1,81 +1,75 @@
-"""reports/claims.md, the one-minute summary for GitHub readers: the key findings, then every
-literature claim sorted by verdict with the published effect and ours in one unit, a one-line
-reason, the robustness label and the count of seeds or realisations; the documents' printed
-examples folded below."""
-import html
+"""reports/claims.md, the one-minute summary for GitHub readers: the replication summary, the lore
+table, the counts, then every literature claim grouped by study (section) with its verdict, the
+published effect and ours in one unit, the training length and runs, and a one-line reason; the
+documents' printed examples folded below. At most five columns, so that a table fits GitHub's
+890-px column; plain characters, Markdown's own escaped, never an HTML entity."""
+import re
 
 from . import claims_view as rc
-from ..judge.verdicts import rank
 
-COLUMNS = "| claim | verdict | published | ours [95% interval] | at | n | reason | robustness |"
+MARKUP = re.compile(r"[\\`*|~]|\](?=[(\[:])|<(?=[A-Za-z/!?])|&(?=[#A-Za-z])|(?<!\w)_|_(?!\w)")   # markup, tags, entities
+COLUMNS = "| claim | verdict | published | ours [95% interval], at, n | reason |\n|---|---|---|---|---|"
+LORE_COLUMNS = ("| study | published (paper: setting) | ours [95% interval], at, n | verdict | labels |\n"
+                "|---|---|---|---|---|")
 
 
 def cell(text):
-    """A value as one Markdown table cell: HTML escaped, pipes and line breaks neutralised."""
-    return html.escape("–" if text is None or text == "" else str(text), quote=True).replace("|", "\\|").replace(
-        "\n", " ")
+    """A value as Markdown text in one table cell: Markdown's own characters backslash-escaped (no tag,
+    entity, emphasis or cell break can form), line breaks as spaces, '–' for nothing."""
+    return MARKUP.sub(lambda m: "\\" + m.group(0), "–" if text is None or text == "" else str(text)).replace("\n", " ")
 
 
-def ours(claim):
-    """Our effect in the claim's unit; every contrast of a claim that has several, the deciding one first."""
-    effect = rc.our_effect(claim)
-    if not effect:
-        return rc.our_value(claim)
-    others = [c for c in claim.get("contrasts") or [] if c is not claim.get("contrast") and c != claim.get("contrast")]
-    return "; ".join([rc.effect_text(effect)] + [f"{c['b']}: {rc.effect_text(rc.effect_of(claim, c))}"
-                                                 for c in others if rc.effect_of(claim, c)])
+def code(text):
+    """A claim id as code where it uses only letters, digits, '-' and '_' (slug-safe), else as text."""
+    return f"`{text}`" if rc.slug(text) == text else cell(text)
 
 
-def at(claim):
-    return claim.get("read_at") or rc.read_at(claim, {})
+def measured(claim):
+    """Ours, with the training length it is read at and the runs behind it."""
+    count, kind = rc.realisations(claim)
+    return f"{cell(rc.ours(claim))}; {cell(claim.get('read_at') or rc.read_at(claim, {}))}; " + \
+        cell(f"{count} {kind}" if count else None)
+
+
+def verdict(claim):
+    """The verdict in bold (the original one where it changed), the magnitude comparison and the labels."""
+    was = rc.original_verdict(claim)
+    parts = [f"**{cell(claim['verdict'])}**" + (f" (was {cell(was)})" if was != claim["verdict"] else "")]
+    return "; ".join(parts + [cell(t) for t in (rc.magnitude_text(claim), ", ".join(rc.tags(claim))) if t])
 
 
 def row(claim):
-    count, kind = rc.realisations(claim)
-    step = at(claim)
-    was = rc.original_verdict(claim)
-    verdict = f"**{cell(claim['verdict'])}**" + (f" (was {cell(was)})" if was != claim["verdict"] else "") + \
-        (f"; {cell(rc.magnitude_text(claim))}" if rc.magnitude_text(claim) else "")
-    return (f"| `{cell(claim['id'])}` | {verdict} | {cell(rc.published_text(claim))} | {cell(ours(claim))} | "
-            f"{cell(step)} | {cell(f'{count} {kind}' if count else None)} | "
-            f"{cell(rc.reason(claim))} | {cell(rc.robustness(claim))} |")
+    return (f"| {code(claim['id'])} | {verdict(claim)} | {cell(rc.published_text(claim))} | {measured(claim)} | "
+            f"{cell(rc.reason(claim))} |")
 
 
-def table(claims):
-    return "\n".join([COLUMNS, "|---|---|---|---|---|---|---|---|", *(row(c) for c in claims)])
+def lore_row(study, claim):
+    return (f"| **{cell(study)}** {code(claim['id'])} | {cell(rc.published_text(claim))} "
+            f"({cell(rc.published_setting(claim))}) | {measured(claim)} | **{cell(claim['verdict'])}**"
+            + (f"; {cell(rc.magnitude_text(claim))}" if rc.magnitude_text(claim) else "")
+            + f" | {cell(', '.join(rc.tags(claim)) or None)} |")
 
 
-def finding(i, claim):
-    count, kind = rc.realisations(claim)
-    return (f"{i}. **{cell(claim['statement'])}** `{cell(claim['id'])}`: {cell(claim['verdict'])}; ours "
-            f"{cell(ours(claim))} at {cell(at(claim))}, published {cell(rc.published_text(claim))}; "
-            f"{cell(count)} {cell(kind)}" + "".join(f", *{cell(c)}*" for c in rc.caveats(claim)) + ".")
+def sections_text(claims, sections, heading="##"):
+    """One heading and one table per section, in the registry's order."""
+    return "\n\n".join(f"{heading} {cell(section['title'])} ({len(members)})\n\n{COLUMNS}\n"
+                       + "\n".join(row(c) for c in members) for section, members in rc.by_section(claims, sections))
 
 
-def counts_text(claims):
-    lines = []
-    for group, title in (("literature", "Literature claims"), ("document", "The documents' own examples")):
-        c = rc.counts(claims)[group]
-        judged = ", ".join(f"{n} {v}" for v, n in sorted(c["judged"].items(), key=lambda i: rank(i[0])))
-        outside = ", ".join(f"{n} {v}" for v, n in c["not judged"].items())
-        lines.append(f"- {title} ({c['total']}): {sum(c['judged'].values())} judged ({cell(judged)}); not judged: "
-                     f"{cell(outside)}" + (f"; {c['calibrated']} calibrated" if c["calibrated"] else "") + ".")
-    return "\n".join(lines)
-
-
-def claims_markdown(claims):
-    """The whole of reports/claims.md."""
-    literature = rc.by_verdict([c for c in claims if rc.origin(c) == "literature"])
-    documents = rc.by_verdict([c for c in claims if rc.origin(c) == "document"])
-    findings = "\n".join(finding(i + 1, c) for i, c in enumerate(rc.key_findings(claims))) or \
-        "No claim of this run meets the rule below."
+def claims_markdown(claims, sections, summary):
+    """The whole of reports/claims.md (`sections`: the registry's, `summary`: the replication summary)."""
+    literature = [c for c in claims if rc.origin(c) == "literature"]
+    documents = [c for c in claims if rc.origin(c) == "document"]
+    lore = "\n".join(lore_row(study, c) for study, c in rc.lore(claims))
+    counts = "\n".join(f"- {cell(line)}" for line in rc.counts_text(claims))
     return (
         "# Claims and verdicts: the one-minute summary\n\n"
+        f"{cell(summary)}\n\n"
+        f"## The studies the repository exists for\n\n{LORE_COLUMNS}\n{lore}\n\n{counts}\n\n"
         "Generated by the `report` stage from reports/claims.json; reports/report.html has the figures, every "
         "claim's analysis and its amendments. Effects are paired per-seed differences in the claimed direction "
         "(positive supports the claim), published and ours in the same unit; *at* is the training length the "
         "figure is read at; *n* counts seeds or realisations.\n\n"
-        f"## Key findings\n\n{findings}\n\n{rc.KEY_FINDINGS_RULE}\n\n{counts_text(claims)}\n\n"
-        f"## Literature claims ({len(literature)}), by verdict\n\n{table(literature)}\n\n"
+        f"{sections_text(literature, sections)}\n\n"
         f"<details><summary>The documents' printed examples and analytic facts ({len(documents)})</summary>\n\n"
-        f"{table(documents)}\n\n</details>\n")
+        f"{sections_text(documents, sections, heading='###')}\n\n</details>\n")

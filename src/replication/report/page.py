@@ -1,5 +1,5 @@
-"""The report's HTML pieces: the first screen (key findings, trust and counts lines), the legend of
-terms, the claim index, the verdicts under the original rules, each claim's details with its
+"""The report's HTML pieces: the first screen (the replication summary, the lore table and the
+counts), the legend of terms, the claim index, the verdicts under the original rules, each claim's details with its
 amendments, and the bibliography. Every string that comes from a file is escaped here (`esc`),
 in text and in attributes; anchors use `slug`.
 """
@@ -8,7 +8,7 @@ from collections import Counter
 
 from . import claims_view as rc
 from .claims_view import slug
-from ..judge.verdicts import CLASS, DOCUMENT_VERDICTS, JUDGED, SHAPE, rank
+from ..judge.verdicts import CLASS, DOCUMENT_VERDICTS, SHAPE, rank
 
 DOCUMENTS = [   # the three source documents, by their titles
     ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
@@ -52,8 +52,8 @@ PAPERS = [   # (short name as the registry's sources cite it, reference, link)
 TERMS = [   # terms the page uses besides the verdicts and trends, defined once
     ("effect", "the paired per-seed difference between the claim's two arms, signed so that positive supports the "
                "claim, in the claim's unit (points of accuracy, nats, ...), with its 95% t-interval"),
-    ("margin", "the smallest effect the registry counts as meaningful, fixed per claim in analysis/claims.yaml "
-               "before the run"),
+    ("margin", "the smallest effect the registry counts as meaningful, in the claim's unit, fixed per claim in "
+               "analysis/claims.yaml before the run"),
     ("at", "the training length (steps) at which the figure is read; the scale ladder's top rung for ladder claims"),
     ("n", "how many independent runs stand behind a figure: seeds, or thread-count realisations of one seed "
           "(the same seed run at several thread counts, which differ only in float summation order)"),
@@ -104,54 +104,30 @@ def at_text(claim):
     return claim.get("read_at") or rc.read_at(claim, {})
 
 
-def finding_line(claim):
-    """A key finding in one line, linked to its claim."""
-    published = rc.published_text(claim)
-    caveats = "".join(f", <i>{esc(c)}</i>" for c in rc.caveats(claim))
-    return (f"<li>{link(claim)} {esc(claim['statement'])} {badge(claim['verdict'])}: ours {esc(ours_text(claim))} "
-            f"at {esc(at_text(claim))}, published {esc(published)}; {esc(runs_text(claim))}{caveats}.</li>")
+def counts_list(claims):
+    """The counts (claims_view.counts_text, the one source of every count on every page)."""
+    return "<ul class='counts'>" + "".join(f"<li>{esc(line)}</li>" for line in rc.counts_text(claims)) + "</ul>"
 
 
-def counts_line(claims):
-    """The counts, literature and documents apart; 'not tested' and calibrated figures outside 'judged'."""
-    parts = []
-    for group, title in (("literature", "Literature claims"), ("document", "Documents' own examples")):
-        c = rc.counts(claims)[group]
-        judged = sum(c["judged"].values())
-        verdicts = ", ".join(f"{n} {badge(v)}" for v, n in sorted(c["judged"].items(), key=lambda i: rank(i[0])))
-        outside = ", ".join(f"{n} {esc(v)}" for v, n in c["not judged"].items())
-        calibrated = f"; {c['calibrated']} calibrated" if c["calibrated"] else ""
-        parts.append(f"<b>{title}</b> ({c['total']}): {judged} judged: {verdicts or '–'}; not judged: "
-                     f"{outside or '–'}{calibrated}.")
-    return "<p class='counts'>" + " ".join(parts) + "</p>"
+def lore_table(claims):
+    """The studies the repository exists for (claims_view.LORE), one row each: the published effect
+    with its paper and setting, ours with its interval, rung and runs, the verdict with the magnitude
+    comparison, and the labels."""
+    head = ("<tr><th>study</th><th>published (paper: setting)</th><th>ours [95% interval], at, n</th>"
+            "<th>verdict</th><th>labels</th></tr>")
+    rows = "".join(
+        f"<tr><td><b>{esc(study)}</b><br>{link(c)}</td><td>{esc(rc.published_text(c))}<br><small>"
+        f"{esc(rc.published_setting(c))}</small></td><td>{esc(rc.ours(c))}<br><small>"
+        f"{esc(at_text(c))}, {esc(runs_text(c))}</small></td><td>{badge(c['verdict'])}"
+        + (f"<br><small>{esc(rc.magnitude_text(c))}</small>" if rc.magnitude_text(c) else "")
+        + f"</td><td><small>{esc(', '.join(rc.tags(c)) or '–')}</small></td></tr>" for study, c in rc.lore(claims))
+    return f"<table class='lore'>{head}{rows}</table>"
 
 
-def trust_line(claims, scale):
-    """How far to trust the findings: the scale, the runs, how many verdicts are robust, post hoc,
-    calibrated or amended."""
-    literature = [c for c in claims if rc.origin(c) == "literature" and c["verdict"] in JUDGED]
-    labelled = [c for c in literature if rc.robustness(c)]
-    robust = (f"{sum(rc.robustness(c) == 'robust' for c in labelled)} of {len(literature)} literature verdicts "
-              f"robust to the registered alternatives" if labelled else
-              f"robustness to the registered alternatives: – (not in claims.json yet); "
-              f"{sum(not rc.labels(c) for c in literature)} of {len(literature)} literature verdicts carry no "
-              f"'unstable' flag")
-    runs = Counter(rc.realisations(c) for c in literature if rc.realisations(c)[0])
-    common = ", ".join(f"{n} {kind}" for (n, kind), _ in runs.most_common(2)) or "–"
-    amended = [c for c in claims if rc.amendments(c)]
-    changed = sum(rc.original_verdict(c) != c["verdict"] for c in amended)
-    return (f"<p class='trust'><b>How far to trust them.</b> {esc(scale)}; runs per figure: {esc(common)}; "
-            f"{robust}; {sum(rc.post_hoc(c) for c in claims)} post hoc, "
-            f"{sum(rc.is_calibrated(c) for c in claims)} calibrated; {len(amended)} claims amended after results "
-            f"were seen, {changed} of them with a changed verdict (see the table of original verdicts).</p>")
-
-
-def first_screen(claims, title, scale):
-    """Title, key findings, the trust line and the counts: what the first 1,000 px must hold."""
-    findings = "".join(finding_line(c) for c in rc.key_findings(claims)) or \
-        "<li>No claim of this run meets the rule below.</li>"
-    return (f"<h1>{esc(title)}</h1><h2 id='sec-findings'>Key findings</h2><ol class='findings'>{findings}</ol>"
-            f"<p class='rule'>{esc(rc.KEY_FINDINGS_RULE)}</p>{trust_line(claims, scale)}{counts_line(claims)}")
+def first_screen(claims, title, summary):
+    """Title, the replication summary, the lore table and the counts: what the first screen holds."""
+    return (f"<h1>{esc(title)}</h1><p class='summary'>{esc(summary)}</p><h2 id='sec-lore' class='lore'>The studies "
+            f"the repository exists for</h2>{lore_table(claims)}{counts_list(claims)}")
 
 
 def definition_list(pairs, verdicts=False):
@@ -160,14 +136,15 @@ def definition_list(pairs, verdicts=False):
 
 
 def legend(verdict_rules, trend_rules):
-    """Every term of the page, defined once, at the top."""
-    return ("<h2 id='sec-legend'>Legend</h2>"
-            "<p>Verdicts of the literature's claims (m: the claim's margin; lo, hi: the 95% interval of the effect):</p>"
+    """Every term of the page, defined once, near the top, folded."""
+    return ("<h2 id='sec-legend'>Legend</h2><details class='legend'><summary>Every verdict, trend and term of the "
+            "page, defined</summary><p>Verdicts of the literature's claims (m: the claim's margin; lo, hi: the 95% "
+            "interval of the effect):</p>"
             + definition_list(verdict_rules, verdicts=True)
             + "<p>Verdicts of the documents' printed examples and analytic facts:</p>"
             + definition_list(DOCUMENT_VERDICTS, verdicts=True)
             + "<p>Trends along the scale ladder (b: the slope per decade of steps):</p>"
-            + definition_list(trend_rules) + "<p>Other terms:</p>" + definition_list(TERMS))
+            + definition_list(trend_rules) + "<p>Other terms:</p>" + definition_list(TERMS) + "</details>")
 
 
 def index_table(claims):
@@ -180,20 +157,15 @@ def index_table(claims):
         was = rc.original_verdict(c)
         before = f" <small>(was {esc(was)})</small>" if was != c["verdict"] else ""
         before += f"<br><small>{esc(rc.magnitude_text(c))}</small>" if rc.magnitude_text(c) else ""
-        tags = [rc.robustness(c)] if rc.robustness(c) else []
-        tags += [t for t in rc.labels(c) if t not in tags and t != "robust" and not t.startswith("depends on")]
         rows.append(f"<tr><td>{link(c)}</td><td>{badge(c['verdict'])}{before}</td><td>{esc(rc.published_text(c))}</td>"
                     f"<td>{esc(ours_text(c))}</td><td>{esc(at_text(c))}</td><td>{esc(runs_text(c))}</td>"
-                    f"<td>{esc(', '.join(tags) or '–')}</td></tr>")
+                    f"<td>{esc(', '.join(rc.tags(c)) or '–')}</td></tr>")
     return f"<table class='index'>{head}{''.join(rows)}</table>"
 
 
 def folded_index(title, claims):
-    """index_table folded under a summary that counts the verdicts (the documents' own examples:
-    a reader unfolds them when wanted)."""
-    counts = Counter(c["verdict"] for c in claims)
-    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda i: rank(i[0])))
-    return (f"<details class='index-fold'><summary><b>{esc(title)} ({len(claims)})</b>: {esc(summary)}</summary>"
+    """index_table folded under its title (a reader unfolds it when wanted)."""
+    return (f"<details class='index-fold'><summary><b>{esc(title)} ({len(claims)})</b></summary>"
             f"{index_table(rc.by_verdict(claims))}</details>")
 
 
