@@ -28,7 +28,7 @@ def main():
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
-    with stage_outputs(*OUTPUTS, prune=["reports/plots"]):
+    with stage_outputs(*OUTPUTS, prune=["reports/plots"], together=True):
         write_json("reports/claims.json", judged)
         write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
         write_dvc_files(judged)

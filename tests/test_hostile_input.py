@@ -193,3 +193,23 @@ def test_a_file_output_removes_only_its_own_stray_files(tmp_path):
     (tmp_path / "pretrain" / ".seed_0.json.cd.tmp").write_text("another stage's, mid-write")
     assert remove_stray_tmp(tmp_path / "determinism.json") == 1
     assert (tmp_path / "pretrain" / ".seed_0.json.cd.tmp").exists()
+
+
+def test_outputs_written_together_are_all_new_or_all_old(tmp_path):
+    """stage_outputs(together=True), as analyze uses it: a body that fails after writing some of its
+    files leaves every old file, with no temporary left; a body that succeeds replaces them all."""
+    from replication.io import stage_outputs
+    old = {name: tmp_path / name for name in ("claims.json", "summary.json")}
+    for path in old.values():
+        write_json(path, {"run": "old"})
+    with pytest.raises(RuntimeError):
+        with stage_outputs(tmp_path, together=True):
+            write_json(old["claims.json"], {"run": "new"})
+            assert json.loads(old["claims.json"].read_text()) == {"run": "old"}    # not yet in place
+            raise RuntimeError("killed between the two files")
+    assert {p.name: json.loads(p.read_text())["run"] for p in old.values()} == {"claims.json": "old", "summary.json": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.json", "summary.json"]
+    with stage_outputs(tmp_path, together=True):
+        for path in old.values():
+            write_json(path, {"run": "new"})
+    assert {json.loads(p.read_text())["run"] for p in old.values()} == {"new"}

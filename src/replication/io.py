@@ -39,6 +39,7 @@ def _write_error(path, error):
 
 
 _written = set()     # the files atomic_path put in place in this process, for stage_outputs(prune=...)
+_deferred = None     # under stage_outputs(together=True): [(temporary file, target)] renamed at the end
 
 
 @contextmanager
@@ -53,6 +54,10 @@ def atomic_path(path):
         os.close(fd)
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())    # mkstemp makes 0600; give the file normal permissions
+        if _deferred is not None:
+            _deferred.append((tmp, path))
+            tmp = None                       # kept until the stage's outputs are put in place together
+            return
         os.replace(tmp, path)
         _written.add(path.resolve())
     except WriteError:
@@ -65,21 +70,37 @@ def atomic_path(path):
 
 
 @contextmanager
-def stage_outputs(*outputs, prune=()):
+def stage_outputs(*outputs, prune=(), together=False):
     """The body of a stage that writes `outputs` (files or folders): stray temporary files of a
     killed earlier run are removed first, and a failed write ends the process with one line on
     stderr and exit status 1 (the file it would have replaced stays as it was). Outputs are
     persistent in dvc.yaml (DVC does not delete them before the stage runs, so a stage that fails
     keeps the committed ones): the folders in `prune` lose the files this run did not write (a
-    condition removed from a study) only once the body has succeeded."""
+    condition removed from a study) only once the body has succeeded. together: every file is
+    written to its temporary first and all are renamed into place only when the whole body has
+    succeeded, so a stage that fails or is killed midway leaves all its old outputs, never a new
+    file beside an old one (the renames take microseconds)."""
+    global _deferred
     for output in outputs:
         remove_stray_tmp(output)
     _written.clear()
+    _deferred = [] if together else None
     try:
         yield
+        for tmp, path in _deferred or []:
+            try:
+                os.replace(tmp, path)
+            except OSError as e:
+                raise _write_error(path, e) from None
+            _written.add(path.resolve())
     except WriteError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
+    finally:
+        for tmp, _ in _deferred or []:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        _deferred = None
     for folder in prune:
         remove_unwritten(folder, _written)
 
