@@ -15,7 +15,8 @@ from replication.judge.registration import RegistrationError, check_registered_c
 from replication.judge.registry import RegistryError
 from replication.run.config import read_resolved
 
-OUTPUTS = ("reports/claims.json", "reports/summary.json", "reports/metrics.json", "reports/plots")
+OUTPUTS = ("reports/claims.json", "reports/summary.json", "reports/verdicts.json", "reports/metrics.json",
+           "reports/plots")
 
 
 def main():
@@ -30,7 +31,10 @@ def main():
         raise SystemExit(1) from None
     with stage_outputs(*OUTPUTS, prune=["reports/plots"], together=True):
         write_json("reports/claims.json", judged)
-        write_json("reports/summary.json", {**summary(judged), "registered_on": record and record["date"]})
+        counts = summary(judged)
+        write_json("reports/summary.json", {**counts, "registered_on": record and record["date"]})
+        # the literature's verdict counts alone, flat: `dvc metrics show reports/verdicts.json` fits a terminal
+        write_json("reports/verdicts.json", counts["literature"]["verdicts"])
         write_dvc_files(judged)
 
 

@@ -199,6 +199,28 @@ def test_the_metrics_hold_each_claims_effect_interval_and_verdict(committed_clai
             assert [row["ci_low"], row["ci_high"]] == pytest.approx([x * scale for x in contrast["diff_ci95"]])
 
 
+def readme_commands(prefix):
+    """The README's command lines that start with `prefix`, comments cut."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    return [line.split("  #")[0].strip() for line in lines if line.startswith(prefix)]
+
+
+def test_the_readme_commands_for_the_verdict_counts_fit_a_terminal():
+    """README's `dvc metrics show` and `dvc exp show` lines print the literature's verdict counts,
+    every verdict column present, in lines a 120-column terminal holds."""
+    counts = json.loads((ROOT / "reports" / "verdicts.json").read_text())
+    for command in readme_commands("dvc metrics show reports/") + readme_commands("dvc exp show --drop"):
+        args = [a.strip("'") for a in command.split()]
+        out = subprocess.run([*args[:3], "--no-pager", *args[3:]] if args[1] == "exp" else args, cwd=ROOT,
+                             env={**environment(ROOT), "COLUMNS": "120"}, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines and max(map(len, lines)) <= 120, command
+        header = next(line for line in lines if "reproduced" in line)
+        wanted = counts if args[1] == "metrics" else [k for k in counts if k in command]
+        assert all(name in header for name in wanted), (command, header)
+
+
 def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     tree = tmp_path / "plots"
     tree.mkdir()
