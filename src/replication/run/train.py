@@ -38,16 +38,16 @@ def _take_line(lines):
 
 def map_runs(fn, tasks, workers, desc="runs"):
     """[fn(*task) for task in tasks], in up to `workers` spawned processes, results in task order,
-    with a progress bar of the runs done (`desc`) on stderr, and each worker's own bars one line
-    below it. Tasks are handed out in the given order, so put the longest first."""
+    with a progress bar of the runs done (`desc`) on stderr when it is a terminal, and each worker's
+    own bars one line below it. Tasks are handed out in the given order, so put the longest first."""
     if workers <= 1 or len(tasks) <= 1:
-        return [fn(*task) for task in tqdm(tasks, desc=desc, leave=False, disable=len(tasks) <= 1)]
+        return [fn(*task) for task in tqdm(tasks, desc=desc, leave=False, disable=None if len(tasks) > 1 else True)]
     context = multiprocessing.get_context("spawn")
     lines = context.Value("i", 0)
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context, initializer=_take_line,
                              initargs=(lines,)) as pool:
         futures = [pool.submit(fn, *task) for task in tasks]
-        for _ in tqdm(as_completed(futures), total=len(futures), desc=desc, leave=False):
+        for _ in tqdm(as_completed(futures), total=len(futures), desc=desc, leave=False, disable=None):
             pass
         return [future.result() for future in futures]
 
