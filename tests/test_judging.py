@@ -381,3 +381,25 @@ def test_a_verdict_that_holds_at_scattered_values_lists_them():
     found = verdicts.underdetermined("noise", {0.1: "reproduced", 0.2: "inconclusive", 0.3: "reproduced"}, "reproduced")
     assert found["holds_at"] == [0.1, 0.3] and found["reason"].endswith("holds at 0.1, 0.3")
     assert verdicts.underdetermined("noise", {0.1: "inconclusive"}, "reproduced")["reason"].endswith("at none of them")
+
+
+def test_a_range_printed_from_one_run_is_judged_against_one_more_run_of_ours(tmp_path):
+    """yardstick: one run: a printed range (one run's figures) against the 95% prediction interval
+    of one more run of ours, on the log scale for a ratio. Runs spread from 4x to 30x: the interval of
+    their mean straddles 20 (inconclusive as a mean) while one run of ours could well print 20-40x
+    (reproduced); runs around 3x are apart from the range either way."""
+    sweep_file(tmp_path, {0.1: 3, 0.2: 3, 0.3: 12, 0.4: 3, 0.5: 3})
+    wide = [{"seed": s, "before": 1.0, "after": 1.0 / f} for s, f in enumerate([4, 30, 8, 20, 6, 15])]
+    (tmp_path / "wide.json").write_text(json.dumps({"runs": wide}))
+    arms = {"x": {"file": "wide.json", "select": "runs", "ratio": ["before", "after"]}}
+    as_mean = judge(claim(kind="interval", range=[20, 40], arms=arms), tmp_path)
+    one_run = judge(claim(kind="interval", range=[20, 40], yardstick="one run", arms=arms), tmp_path)
+    assert as_mean["verdict"] == "inconclusive" and one_run["verdict"] == "reproduced"
+    lo, hi = one_run["arms"]["x"]["prediction95"]
+    assert lo < 20 < hi and "one more run of ours would fall in" in one_run["note"]
+    narrow = {"x": {"file": "toy.json", "select": "sweep", "where": {"noise": 0.1}, "ratio": ["before", "after"]}}
+    assert judge(claim(kind="interval", range=[20, 40], yardstick="one run", arms=narrow), tmp_path)["verdict"] == \
+        "contradicted"
+    assert verdicts.one_run_range_verdict([1, 19.9], 20, 40) == "contradicted"
+    assert verdicts.one_run_range_verdict([1, 20], 20, 40) == verdicts.one_run_range_verdict([39, 90], 20, 40) == \
+        "reproduced"

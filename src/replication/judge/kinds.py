@@ -115,11 +115,16 @@ def _untrained_reference(claim, out, notes, root, rules):
 
 def _judge_interval(claim, out, notes, root, rules):
     """Each arm's 95% interval of the mean inside the published range, once the declared reference
-    (where the arms read trained encoders) has trained."""
+    (where the arms read trained encoders) has trained. With `yardstick: one run` (a range printed
+    from one run), each arm's 95% prediction interval of one more run (on the log scale for a
+    ratio) against the range instead (verdicts.one_run_range_verdict)."""
     lo, hi = claim["range"]
     found = []
     for name, spec in claim["arms"].items():
         out["arms"][name] = _arm(measure(spec, root), rules)
+        if claim.get("yardstick") == "one run":
+            found.append(_one_run_against_range(name, spec, out["arms"][name], lo, hi, notes, rules))
+            continue
         found.append(verdicts.interval_verdict(out["arms"][name]["ci95"], lo, hi))
         if found[-1] != "reproduced":
             a, b = out["arms"][name]["ci95"]
@@ -129,6 +134,18 @@ def _judge_interval(claim, out, notes, root, rules):
     if _untrained_reference(claim, out, notes, root, rules):
         return "not testable here"
     return verdicts.combine(found)
+
+
+def _one_run_against_range(name, spec, arm, lo, hi, notes, rules):
+    """One arm's runs against a range printed from one run: where one more run of ours would fall."""
+    values = arm["values"]
+    log = "ratio" in spec and min(values) > 0        # a ratio varies by factors, not by steps
+    arm["prediction95"] = verdicts.prediction_interval(values, rules, log)
+    a, b = arm["prediction95"]
+    notes.append(f"{name}: one more run of ours would fall in [{a:.4g}, {b:.4g}] (95% prediction interval over "
+                 f"{len(values)} runs{', on the log scale: a ratio' if log else ''}), against the printed "
+                 f"[{lo:g}, {hi:g}].")
+    return verdicts.one_run_range_verdict(arm["prediction95"], lo, hi)
 
 
 def _judge_single_run(claim, out, notes, root, rules):

@@ -205,6 +205,8 @@ class Interval(Claim):
     arms: Annotated[dict[str, Spec], Field(min_length=1)]
     reference: Spec | None = None            # what must have trained (required when an arm reads a trained encoder)
     free_parameter: FreeParameter | None = None
+    yardstick: Literal["one run"] | None = None   # one run: a range printed from one run, against one run of ours
+    # (None: the interval of the mean of our runs inside the range)
 
     @model_validator(mode="after")
     def _values(self):
