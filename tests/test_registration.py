@@ -205,7 +205,7 @@ def test_a_rule_change_after_registration_shows_each_moved_verdict_post_hoc_besi
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     first, second = json.loads(claims.read_text())
     assert first["verdict"] == now and first["frozen_verdict"] == "inconclusive" and "post hoc" in first["labels"]
-    assert first["rules_amended"]["what"] == "a new rule"
+    assert [change["what"] for change in first["rules_amended"]] == ["a new rule"]
     assert "frozen_verdict" not in second and "post hoc" not in second["labels"]    # not moved: not post hoc
 
 

@@ -175,7 +175,7 @@ def moves(old_rev, new_rev=None):
         old = old_verdicts.get(cid, "(no claim)")
         if old != verdict:
             amended = judged_now[cid].get("rules_amended")      # a registry-wide rule change moved it
-            why = ("judging", f"rule change of {amended['date']} (post hoc)") if amended else \
+            why = ("judging", f"rule change of {amended[-1]['date']} (post hoc)") if amended else \
                 cause(old_defs.get(cid), new_defs[cid], old_studies, new_studies, defaults)
             rows.append((cid, old, verdict, *why))
     removed = sorted(set(old_verdicts) - set(new_verdicts))

@@ -25,7 +25,7 @@ from replication.io import json_text, write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
 from replication.judge.registration import (CODE_AMENDMENTS, RECORD, RegistrationError, add_to_analysis_deps,
-                                            amend_code, amend_rules, frozen_verdicts, load, load_code_amendments,
+                                            amend_code, amend_rules, load, load_code_amendments,
                                             register)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
@@ -57,9 +57,8 @@ def rules_changed(what, why):
     if amendments and amendments[-1]["claims_json_sha256"] != digest and not amendments[-1].get("frozen_verdicts"):
         raise RegistrationError(f"{CLAIMS}: not the claims.json the registered code judged (its sha256 differs from "
                                 f"the last amendment's); restore it with `git checkout {CLAIMS}`")
-    _, frozen = frozen_verdicts(amendments)
-    frozen = frozen or {c["id"]: c["verdict"] for c in json.loads(committed)}
-    amendments.append(amend_rules(record, what, why, frozen, digest))
+    before = {c["id"]: c["verdict"] for c in json.loads(committed)}      # under the code being replaced
+    amendments.append(amend_rules(record, what, why, before, digest))
     write_json(CODE_AMENDMENTS, amendments)
     return amendments[-1]
 

@@ -415,19 +415,22 @@ def judge_registry(conditions, registry="analysis/claims.yaml"):
     for out in judged:
         if out["id"] in frozen:
             out["frozen_verdict"] = judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]
-    _post_hoc_rules(judged, *registration.frozen_verdicts(amendments))
+    _post_hoc_rules(judged, registration.rule_changes(amendments))
     return judged, record
 
 
-def _post_hoc_rules(judged, amendment, frozen):
-    """Verdicts a rule change after the registration moved: each shown post hoc beside the verdict
-    the frozen code gave (`frozen_verdict`), with the change that moved it (`rules_amended`)."""
+def _post_hoc_rules(judged, changes):
+    """Verdicts the rule changes after the registration moved: each shown post hoc beside the
+    verdict the registered code gave (`frozen_verdict`), with every change that moved it on the way
+    (`rules_amended`: the changes whose verdict before differs from the verdict after them)."""
     for out in judged:
-        before = frozen.get(out["id"])
-        if before is None or before == out["verdict"]:
+        path = [change["frozen_verdicts"].get(out["id"]) for change in changes] + [out["verdict"]]
+        if not changes or path[0] is None or path[0] == out["verdict"]:
             continue
-        out.setdefault("frozen_verdict", before)
-        out["rules_amended"] = {"date": amendment["date"], "what": amendment["what"]}
+        out.setdefault("frozen_verdict", path[0])
+        out["rules_amended"] = [{"date": change["date"], "what": change["what"]}
+                                for change, before, after in zip(changes, path, path[1:])
+                                if before is not None and after is not None and before != after]
         if "post hoc" not in out["labels"]:
             out["labels"].append("post hoc")
 

@@ -177,10 +177,11 @@ def amend_rules(record, what, why, frozen_verdicts, claims_sha256, root=".", dat
             "frozen_verdicts": frozen_verdicts}
 
 
-def frozen_verdicts(amendments):
-    """(amendment, {claim id: verdict under the frozen code}) of the first rule change, or (None, {})."""
-    first = next((a for a in amendments if a.get("frozen_verdicts")), None)
-    return first, (first or {}).get("frozen_verdicts") or {}
+def rule_changes(amendments):
+    """The rule changes after the registration, oldest first: each amendment holds, as
+    frozen_verdicts, every claim's verdict under the code it replaced (the first one's: the
+    registered code's)."""
+    return [a for a in amendments if a.get("frozen_verdicts")]
 
 
 def check_registered_code(root="."):

@@ -353,9 +353,9 @@ def post_registration_table(claims):
     rows = []
     for c in claims:
         late = [a for a in rc.amendments(c) if a.get("post_registration")]
-        if c.get("rules_amended"):
-            late.append({"date": c["rules_amended"]["date"], "what": "the registry-wide rule change above",
-                         "why": "a rule of the registration replaced after results were seen"})
+        late += [{"date": change["date"], "what": f"the registry-wide rule change above: {change['what']}",
+                  "why": "a rule of the registration replaced after results were seen"}
+                 for change in c.get("rules_amended") or []]
         if not late and "frozen_verdict" not in c:
             continue
         frozen = badge(c["frozen_verdict"]) if c.get("frozen_verdict") else "– (not registered: a claim new since)"
