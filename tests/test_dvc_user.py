@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from replication.judge.dvc_files import claim_metrics, write_dvc_files
 from tools.repro import in_run_order, plan, registered_run_in_progress
@@ -224,9 +225,10 @@ def test_the_readme_commands_for_the_verdict_counts_fit_a_terminal():
 def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     tree = tmp_path / "plots"
     tree.mkdir()
-    for name in ("dvc.yaml", "params.yaml", ".dvc/config", ".dvc/plots/series.json", ".dvc/plots/offline.html"):
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config"):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tree / name)
+    shutil.copytree(ROOT / ".dvc" / "plots", tree / ".dvc" / "plots")
     shutil.copytree(ROOT / "results" / "pretrain", tree / "results" / "pretrain")
     write_dvc_files(committed_claims, root=tree)
     result = run(["dvc", "plots", "show", "-o", "shown"], tree)
@@ -240,6 +242,12 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
         assert f'<div id = "{plot_id}">' in page, name
     ladder = [c["id"] for c in committed_claims if c.get("ladder")]
     assert ladder and all(f'"series": "{claim}"' in page for claim in ladder)
+    # a title per study, axis units, each loss plot's chance line
+    plots = {next(iter(entry)): next(iter(entry.values())) for entry in yaml.safe_load((ROOT / "dvc.yaml").read_text())["plots"]}
+    titles = [plots[f"reports/plots/loss/{study}.csv"]["title"] for study in studies]
+    assert len(set(titles)) == len(studies) and all(study in t for study, t in zip(studies, titles))
+    assert all("x_label" in plot and ("y_label" in plot or plot["template"] == "forest") for plot in plots.values())
+    assert '"chance"' in page and "symlog" in page
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser:             # drawn in a real browser with every network request refused
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'p'}",

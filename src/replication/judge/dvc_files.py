@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import atomic_path, write_json
+from .kinds import chance_loss
 
 METRICS = "reports/metrics.json"
 PLOTS = "reports/plots"
@@ -91,19 +92,22 @@ def ladder_rows(claim):
 
 
 def loss_rows(records_dir):
-    """{study: rows of series (the condition), step, loss (mean over seeds), loss_min, loss_max} from
-    the training records' loss curves; a seed that stopped early (diverged, collapsed) counts until
-    it stopped."""
-    curves = {}
+    """{study: rows of series (the condition), step, loss (mean over seeds), loss_min, loss_max, chance}
+    from the training records' loss curves; a seed that stopped early (diverged, collapsed) counts
+    until it stopped. chance: the loss of an encoder that tells nothing apart (kinds.chance_loss),
+    empty where the loss has none."""
+    curves, chance = {}, {}
     for path in sorted(glob.glob(str(Path(records_dir, "*", "*", "seed_*.json")))):
         study, condition = Path(path).parts[-3:-1]
+        record = json.loads(Path(path).read_text())
         curve = curves.setdefault(study, {}).setdefault(condition, {})
-        for step, loss in json.loads(Path(path).read_text()).get("loss_curve") or []:
+        chance[condition] = chance_loss(record["config"]) if "config" in record else None
+        for step, loss in record.get("loss_curve") or []:
             if loss is not None:
                 curve.setdefault(step, []).append(loss)
     return {study: [{"series": condition, "step": step, "loss": float(np.mean(losses)), "loss_min": min(losses),
-                     "loss_max": max(losses)} for condition, curve in conditions.items()
-                    for step, losses in sorted(curve.items())]
+                     "loss_max": max(losses), "chance": "" if chance[condition] is None else chance[condition]}
+                    for condition, curve in conditions.items() for step, losses in sorted(curve.items())]
             for study, conditions in curves.items()}
 
 
