@@ -3,10 +3,13 @@
     python benchmarks/flops.py [--threads 1] [--batch 128]
 
 One SimCLR step of the studies' model (small CNN + MLP head, two views of `batch` 32 x 32 images,
-NT-Xent, backward) with FLOPs counted by torch.utils.flop_counter, in NCHW and channels_last;
-the peak is a 2048 x 2048 float32 matmul on the same thread count. Augmentation and the optimizer
-step are left out: they are not FLOPs of the encoder.
+NT-Xent, backward) with FLOPs counted by torch.utils.flop_counter, in NCHW and channels_last, and
+channels_last with the encoder and head under bfloat16 autocast as training runs it
+(contrastive.train.encoders_in_bf16); the peaks are a 2048 x 2048 matmul in float32 and in bfloat16
+on the same thread count, each row measured against its own precision's peak. Augmentation and the
+optimizer step are left out: they are not FLOPs of the encoder.
 """
+import copy
 import sys
 
 import torch
@@ -16,6 +19,7 @@ from common import alternate, header, record, step_args
 from contrastive.losses import nt_xent
 from contrastive.methods import SimCLR
 from contrastive.models import SmallCNN, make_head
+from contrastive.train import encoders_in_bf16
 
 
 def main(argv):
@@ -25,24 +29,27 @@ def main(argv):
     for layout, fmt in (("NCHW", torch.contiguous_format), ("channels_last", torch.channels_last)):
         models[layout] = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1, z2, 0.2)).to(memory_format=fmt)
         views[layout] = (v1.contiguous(memory_format=fmt), v2.contiguous(memory_format=fmt))
+    models["channels_last, bf16"] = encoders_in_bf16(copy.deepcopy(models["channels_last"]))
+    views["channels_last, bf16"] = views["channels_last"]
     step = lambda layout: lambda: models[layout](*views[layout])[0].backward()
     with FlopCounterMode(display=False) as counter:
         step("NCHW")()
     flops = counter.get_total_flops()
-    m = torch.rand(2048, 2048)
-    t = alternate({"matmul": lambda: m @ m, "NCHW": step("NCHW"), "channels_last": step("channels_last")},
-                  repeats=9, warmup=2)
-    peak = 2 * 2048 ** 3 / t["matmul"] / 1e9
+    m, m16 = torch.rand(2048, 2048), torch.rand(2048, 2048).bfloat16()
+    t = alternate({"matmul": lambda: m @ m, "matmul bf16": lambda: m16 @ m16,
+                   **{layout: step(layout) for layout in models}}, repeats=9, warmup=2)
+    peaks = {"fp32": 2 * 2048 ** 3 / t["matmul"] / 1e9, "bf16": 2 * 2048 ** 3 / t["matmul bf16"] / 1e9}
     header(f"SimCLR step (forward + backward), batch {a.batch} x 2 views, {a.threads} thread(s)")
-    print(f"# {flops / 1e9:.2f} GFLOP per step; float32 matmul peak {peak:.1f} GFLOP/s")
-    print(f"{'layout':14s} {'ms/step':>8s} {'GFLOP/s':>8s} {'of peak':>8s}")
+    print(f"# {flops / 1e9:.2f} GFLOP per step; matmul peak float32 {peaks['fp32']:.1f} GFLOP/s, "
+          f"bfloat16 {peaks['bf16']:.1f} GFLOP/s")
+    print(f"{'layout':20s} {'ms/step':>8s} {'GFLOP/s':>8s} {'of peak':>8s}")
     rows = []
-    for layout in ("NCHW", "channels_last"):
-        rate = flops / t[layout] / 1e9
+    for layout in models:
+        rate, peak = flops / t[layout] / 1e9, peaks["bf16" if "bf16" in layout else "fp32"]
         rows.append({"layout": layout, "ms_per_step": 1e3 * t[layout], "gflops": rate, "fraction_of_peak": rate / peak})
-        print(f"{layout:14s} {1e3 * t[layout]:8.1f} {rate:8.1f} {rate / peak:8.1%}")
+        print(f"{layout:20s} {1e3 * t[layout]:8.1f} {rate:8.1f} {rate / peak:8.1%}")
     record("flops", {"threads": a.threads, "batch": a.batch, "gflop_per_step": flops / 1e9,
-                     "matmul_peak_gflops": peak, "rows": rows})
+                     "matmul_peak_gflops": peaks["fp32"], "matmul_peak_gflops_bf16": peaks["bf16"], "rows": rows})
     return 0
 
 

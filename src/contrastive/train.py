@@ -90,10 +90,12 @@ def in_bf16(module):
 
 
 def encoders_in_bf16(method):
-    """The method's encoder and head (and MoCo's key copies of them) under bfloat16 autocast."""
+    """The method's encoder and head (and MoCo's key copies of them) under bfloat16 autocast; returns
+    the method."""
     for name in ("f", "g", "f_k", "g_k"):
         if isinstance(getattr(method, name, None), torch.nn.Module):
             in_bf16(getattr(method, name))
+    return method
 
 
 def augment_options(cfg):
