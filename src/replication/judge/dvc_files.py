@@ -101,7 +101,8 @@ def loss_rows(records_dir):
         study, condition = Path(path).parts[-3:-1]
         record = json.loads(Path(path).read_text())
         curve = curves.setdefault(study, {}).setdefault(condition, {})
-        chance[condition] = chance_loss(record["config"]) if "config" in record else None
+        config = record.get("config") or {}
+        chance[condition] = chance_loss(config) if {"method", "loss"} <= set(config) else None
         for step, loss in record.get("loss_curve") or []:
             if loss is not None:
                 curve.setdefault(step, []).append(loss)
