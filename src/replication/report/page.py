@@ -364,9 +364,11 @@ def post_registration_table(claims):
         rows.append(f"<tr><td>{link(c)}</td><td>{what}</td><td>{badge(c['verdict'])}</td><td>{frozen}</td></tr>")
     if not rows:
         return "<p>No rule has been amended since the registration.</p>"
-    return (f"<p>{len(rows)} claims amended after the registration, each judged by its current rule and by the rule "
-            "as registered:</p><table class='post-registration'><tr><th>claim</th><th>amendment</th>"
-            "<th>verdict now</th><th>verdict under the registered rule</th></tr>" + "".join(rows) + "</table>")
+    moved = sum(c.get("frozen_verdict") not in (None, c["verdict"]) for c in claims)
+    return (f"<details class='deviations'><summary>{len(rows)} claims amended after the registration, each judged by "
+            f"its current rule and by the rule as registered; {moved} verdicts differ</summary>"
+            "<table class='post-registration'><tr><th>claim</th><th>amendment</th>"
+            "<th>verdict now</th><th>verdict under the registered rule</th></tr>" + "".join(rows) + "</table></details>")
 
 
 def stage_table(stage_times):
