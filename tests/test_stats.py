@@ -60,9 +60,10 @@ def test_prediction_interval_is_wider_than_the_interval_of_the_mean():
     lo, hi = stats.prediction_interval(x, LEVEL)
     half = sp.t.ppf(0.975, 4) * np.std(x, ddof=1) * np.sqrt(1 + 1 / 5)
     assert (lo, hi) == pytest.approx((np.mean(x) - half, np.mean(x) + half))
-    assert verdicts.single_run_verdict(0.70, x, RULES) == "reproduced"        # outside the mean's interval, inside this one
+    one_run = verdicts.prediction_interval(x, RULES)
+    assert verdicts.one_run_range_verdict(one_run, 0.70, 0.70) == "reproduced"   # outside the mean's interval, inside this one
     assert stats.t_interval(x, LEVEL)[1] < 0.70
-    assert verdicts.single_run_verdict(0.80, x, RULES) == "contradicted"
+    assert verdicts.one_run_range_verdict(one_run, 0.80, 0.80) == "contradicted"
 
 
 def test_seeds_needed_grows_with_spread():

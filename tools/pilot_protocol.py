@@ -27,10 +27,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from scipy import stats
 
+from contrastive.train import DECAY_SHARE
 from replication.io import cpu_model, read_json, write_json
 from replication.judge.registry import load_registry
+from replication.judge.stats import t_interval
 from replication.judge.verdicts import level
 from replication.run.calibration import recalibrate_bn
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
@@ -101,10 +102,15 @@ def run_all(tasks, path, workers=2):
 
 def interval(diffs):
     """Mean and the t-interval's half-width of paired differences, in points, at the registry's level."""
-    diffs = 100 * np.asarray(diffs)
-    confidence = level(load_registry().rules)
-    half = stats.t.ppf(0.5 + confidence / 2, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
-    return float(diffs.mean()), float(half)
+    lo, hi = t_interval(100 * np.asarray(diffs), level(load_registry().rules))
+    return (lo + hi) / 2, (hi - lo) / 2
+
+
+def publish(pilot, out, markdown):
+    """reports/pilot/<pilot>.json and .md, the markdown also printed."""
+    write_json(OUT / f"{pilot}.json", out)
+    (OUT / f"{pilot}.md").write_text(markdown)
+    print(markdown)
 
 
 def precision_pilot(args):
@@ -128,9 +134,7 @@ def precision_pilot(args):
     out = {"pilot": "precision", "steps": args.steps, "seeds": args.seeds, "cpu": cpu_model(), "threads": 1,
            "workers": 2, "train_seconds": seconds, "bf16_speedup": seconds["fp32"] / seconds["bf16"],
            "contrasts": contrasts, "arms": arms, "adopt_bf16": all(c["within_half_interval"] for c in contrasts.values())}
-    write_json(OUT / "precision.json", out)
-    (OUT / "precision.md").write_text(precision_markdown(out))
-    print((OUT / "precision.md").read_text())
+    publish("precision", out, precision_markdown(out))
 
 
 def precision_markdown(out):
@@ -172,11 +176,9 @@ def schedule_pilot(args):
                                         "seed_spread_points": float(np.ptp(gains)) if len(gains) > 1 else None}
     linear = [row for row in table.values() if row["probe"] == "linear"]
     adopt = all(row["mean_gain_points"] > (row["seed_spread_points"] or 0) for row in linear)
-    out = {"pilot": "schedule", "arm": "simclr", "seeds": args.seeds, "rungs": list(rungs), "decay_share": 0.2,
+    out = {"pilot": "schedule", "arm": "simclr", "seeds": args.seeds, "rungs": list(rungs), "decay_share": DECAY_SHARE,
            "cpu": cpu_model(), "threads": 1, "rows": table, "adopt_decayed_rungs": adopt}
-    write_json(OUT / "schedule.json", out)
-    (OUT / "schedule.md").write_text(schedule_markdown(out))
-    print((OUT / "schedule.md").read_text())
+    publish("schedule", out, schedule_markdown(out))
 
 
 def schedule_markdown(out):

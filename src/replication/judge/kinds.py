@@ -136,15 +136,22 @@ def _judge_interval(claim, out, notes, root, rules):
     return verdicts.combine(found)
 
 
-def _one_run_against_range(name, spec, arm, lo, hi, notes, rules):
-    """One arm's runs against a range printed from one run: where one more run of ours would fall."""
+def _one_more_run(arm, spec, rules, runs="runs"):
+    """Where one more run of ours would fall: the arm's 95% prediction interval (`prediction95`), on
+    the log scale for a ratio, which varies by factors, not by steps; returns the sentence that says
+    so."""
     values = arm["values"]
-    log = "ratio" in spec and min(values) > 0        # a ratio varies by factors, not by steps
+    log = "ratio" in spec and min(values) > 0
     arm["prediction95"] = verdicts.prediction_interval(values, rules, log)
     a, b = arm["prediction95"]
-    notes.append(f"{name}: one more run of ours would fall in [{a:.4g}, {b:.4g}] (95% prediction interval over "
-                 f"{len(values)} runs{', on the log scale: a ratio' if log else ''}), against the printed "
-                 f"[{lo:g}, {hi:g}].")
+    return (f"one more run of ours would fall in [{a:.4g}, {b:.4g}] (95% prediction interval over "
+            f"{len(values)} {runs}{', on the log scale: a ratio' if log else ''})")
+
+
+def _one_run_against_range(name, spec, arm, lo, hi, notes, rules):
+    """One arm's runs against a range printed from one run: where one more run of ours would fall."""
+    where = _one_more_run(arm, spec, rules)
+    notes.append(f"{name}: {where}, against the printed [{lo:g}, {hi:g}].")
     return verdicts.one_run_range_verdict(arm["prediction95"], lo, hi)
 
 
@@ -158,13 +165,10 @@ def _judge_single_run(claim, out, notes, root, rules):
     if len(values) < 2:
         notes.append("Fewer than two realisations: no spread to judge a single run against.")
         return "inconclusive"
-    log = "ratio" in claim["realisations"] and min(values) > 0       # a ratio varies by factors, not by steps
-    arm["prediction95"] = verdicts.prediction_interval(values, rules, log)
-    lo, hi = arm["prediction95"]
-    notes.append(f"One more run of ours would fall in [{lo:.4g}, {hi:.4g}] (95% prediction interval over "
-                 f"{len(values)} realisations{', on the log scale: a ratio' if log else ''}); the printed figure "
-                 "is one run.")
-    return verdicts.single_run_verdict(claim["published"], values, rules, claim["tolerance"], log)
+    where = _one_more_run(arm, claim["realisations"], rules, runs="realisations")
+    notes.append(f"{where[0].upper()}{where[1:]}; the printed figure is one run.")
+    published, rounding = claim["published"], claim["tolerance"]
+    return verdicts.one_run_range_verdict(arm["prediction95"], published - rounding, published + rounding)
 
 
 # ---------------------------------------------------------------- failure

@@ -359,18 +359,10 @@ def prediction_interval(realisations, rules, log=False):
 
 
 def one_run_range_verdict(prediction, lo, hi):
-    """A range printed from one run against where one more of our runs would fall: reproduced when
-    the two overlap (a run of ours could print a figure in the range), contradicted when they are
-    apart."""
+    """A figure or range printed from one run against where one more of our runs would fall:
+    reproduced when the two overlap (a run of ours could print it), contradicted when they are
+    apart. A single figure is the range of its printed rounding."""
     return "contradicted" if prediction[1] < lo or prediction[0] > hi else "reproduced"
-
-
-def single_run_verdict(published, realisations, rules, tolerance=0.0, log=False):
-    """A figure printed from one run against where one more of our runs would fall: reproduced when
-    it lies inside the prediction interval of our realisations (widened by the printed rounding),
-    contradicted when outside."""
-    lo, hi = prediction_interval(realisations, rules, log)
-    return "reproduced" if lo - tolerance <= published <= hi + tolerance else "contradicted"
 
 
 # ---------------------------------------------------------------- the ladder's trend
