@@ -136,7 +136,7 @@ html(page.original_vs_current(claims) + page.amendments_section(claims, shared))
 section("registration", "Registration: the rules frozen before the run")
 summary = load("reports/summary.json")
 html(page.registration_section(registration.load(), summary.get("registered_on"),
-                               render.git_last_commit(registration.RECORD), claims,
+                               render.git_last_commit(registration.record_path()), claims,
                                registration.load_code_amendments()))
 
 # %%

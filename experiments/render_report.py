@@ -1,7 +1,7 @@
 """Stage report: execute analysis/report.py (jupytext percent format) into reports/report.html, and
 write the one-minute summary for GitHub readers to reports/claims.md, with the setup table of
-analysis/deviations.yaml. The setup table and the registration record are checked first: a bad
-entry or an unreadable record is one line (exit 2) and nothing is written."""
+analysis/deviations.yaml. The setup table and the latest registration record are checked first: a
+bad entry or an unreadable record is one line (exit 2) and nothing is written."""
 import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
 

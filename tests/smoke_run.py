@@ -5,6 +5,7 @@ waits on the lock and reuses it, and never runs `dvc` in the shared tree, only i
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,11 +44,10 @@ def smoke_tree(folder):
     record is left out: it freezes the default params, which the smoke profile changes, so the
     registered analysis would rightly refuse to judge the smoke run."""
     copy = copy_project(ROOT, folder, profile="smoke")
-    for record in ("registration.json", "registration_amendments.json"):
-        (copy / "analysis" / record).unlink(missing_ok=True)
+    for record in (copy / "analysis").glob("registration*.json"):      # every record and the amendments
+        record.unlink()
     dvc_yaml = copy / "dvc.yaml"
-    dvc_yaml.write_text(dvc_yaml.read_text().replace("      - analysis/registration.json\n", "")
-                        .replace("      - analysis/registration_amendments.json\n", ""))
+    dvc_yaml.write_text(re.sub(r"      - analysis/registration\w*\.json\n", "", dvc_yaml.read_text()))
     return copy
 
 

@@ -298,5 +298,8 @@ def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
     (tmp_path / "params.yaml").write_text("profile: default\n")
     (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-01"}))
     assert registered_run_in_progress(tmp_path) is None                   # the run is judged
+    (tmp_path / "analysis/registration_2.json").write_text(json.dumps({"date": "2026-12-03",
+                                                                       "sha256": {"params.yaml": registered}}))
+    assert registered_run_in_progress(tmp_path) == "2026-12-03"            # the latest record's run
     assert in_run_order(["report", "evaluate@b", "analyze", "pretrain@b", "pretrain@a", "evaluate@a", "data"]) == [
         "data", "pretrain@a", "evaluate@a", "pretrain@b", "evaluate@b", "analyze", "report"]

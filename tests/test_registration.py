@@ -1,6 +1,9 @@
-"""The registration record: rules frozen before the run, checked before judging."""
+"""The registration records: rules frozen before each run, checked before judging."""
+import hashlib
 import json
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -238,3 +241,155 @@ def test_declaring_the_gates_a_claim_was_registered_with_is_no_change_and_declar
                                                      "  reference: [a]\n  outcome: [b]\n"))
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 2 and "claim a-beats-b: differs from its registered form" in err
+
+
+# ---------------------------------------------------------------- the second registered run
+
+def second_registered_world(root):
+    """registered_world with its record backdated to 2026-11-01, then registered again today
+    (analysis/registration_2.json, run 2)."""
+    from replication.judge import registration
+    registry = registered_world(root)
+    first = root / "analysis" / "registration.json"
+    first.write_text(json.dumps({**json.loads(first.read_text()), "date": "2026-11-01"}))
+    rules, claims = load_registry(registry)[:2]
+    registration.register(rules, claims, root, previous={"commit": "0" * 40, "claims_json_sha256": "0" * 64})
+    return registry
+
+
+def git(root, *args):
+    result = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root,
+                            capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
+def committed_first_run(root, monkeypatch, capsys):
+    """registered_world backdated to 2026-11-01, judged, with dvc.yaml, all committed in a git repository."""
+    registered_world(root)
+    first = root / "analysis" / "registration.json"
+    first.write_text(json.dumps({**json.loads(first.read_text()), "date": "2026-11-01"}))
+    assert run_analyze(root, monkeypatch, capsys)[0] == 0
+    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the first run")
+    return first
+
+
+def test_registering_again_writes_a_second_record_naming_the_first_run_and_leaves_the_first_as_it_was(
+        tmp_path, monkeypatch, capsys):
+    from replication.judge import registration
+    from tools.register import main as register_main
+    first = committed_first_run(tmp_path, monkeypatch, capsys)
+    before = first.read_bytes()
+    assert register_main([]) == 0, capsys.readouterr().err
+    assert "wrote analysis/registration_2.json" in capsys.readouterr().out
+    second = json.loads((tmp_path / "analysis" / "registration_2.json").read_text())
+    assert first.read_bytes() == before
+    assert second["run"] == 2 and second["date"] != "2026-11-01"
+    claims_sha = hashlib.sha256((tmp_path / "reports" / "claims.json").read_bytes()).hexdigest()
+    assert second["previous"] == {"record": "analysis/registration.json", "date": "2026-11-01",
+                                  "commit": git(tmp_path, "rev-parse", "HEAD"), "claims_json_sha256": claims_sha}
+    assert set(second) >= set(json.loads(before)) and second["claims"] == json.loads(before)["claims"]
+    stages = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
+    assert all("analysis/registration_2.json" in stages[name]["deps"] for name in ("analyze", "report"))
+    # load() is the latest record; records() every one, oldest first
+    assert registration.load(tmp_path)["run"] == 2
+    assert registration.record_path(tmp_path) == registration.path_of(2) == Path("analysis/registration_2.json")
+    assert [(str(path), r["run"]) for path, r in registration.records(tmp_path)] == [
+        ("analysis/registration.json", 1), ("analysis/registration_2.json", 2)]
+    assert registration.records(tmp_path)[0][1]["previous"] is None
+
+
+def test_a_second_record_is_refused_on_the_same_day_or_over_uncommitted_verdicts(tmp_path, monkeypatch, capsys):
+    from tools.register import main as register_main
+    committed_first_run(tmp_path, monkeypatch, capsys)
+    claims = tmp_path / "reports" / "claims.json"
+    committed = claims.read_text()
+    claims.write_text(committed.replace('"reproduced"', '"contradicted"'))
+    assert register_main([]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "reports/claims.json: uncommitted changes" in err
+    assert not (tmp_path / "analysis" / "registration_2.json").exists()
+    claims.write_text(committed)
+    assert register_main([]) == 0
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "registration 2")
+    dvc_yaml = (tmp_path / "dvc.yaml").read_text()
+    assert register_main([]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "analysis/registration_2.json: registered today" in err
+    assert not (tmp_path / "analysis" / "registration_3.json").exists()
+    assert (tmp_path / "dvc.yaml").read_text() == dvc_yaml
+
+
+SHARED_AMENDMENT = ("amendments:\n  late:\n    date: '2026-11-02'\n    what: a note\n    why: test\n"
+                    "    post_registration: true\n    registration: {run}\n")
+
+
+@pytest.mark.parametrize("form,run,post_hoc", [("inline", 1, False), ("inline", 2, True), ("ref", 1, False),
+                                               ("ref", 2, True)])
+def test_under_the_second_record_only_its_own_amendments_label_a_claim_post_hoc(
+        tmp_path, monkeypatch, capsys, form, run, post_hoc):
+    registry = second_registered_world(tmp_path)
+    text = registry.read_text()
+    if form == "inline":
+        amended = ("  amended: [{date: '2026-11-02', what: a note, why: test, previous_verdict: reproduced, "
+                   f"post_registration: true, registration: {run}}}]\n")
+    else:
+        text = text.replace("claims:\n", SHARED_AMENDMENT.format(run=run) + "claims:\n")
+        amended = "  amended: [{ref: late, previous_verdict: reproduced}]\n"
+    registry.write_text(text.replace("  margin: 0.02\n", "  margin: 0.02\n" + amended))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 0, err
+    claim = json.loads((tmp_path / "reports" / "claims.json").read_text())[0]
+    assert ("post hoc" in claim["labels"]) == post_hoc and "frozen_verdict" not in claim
+
+
+def test_a_claim_changed_after_the_second_record_needs_an_amendment_of_registration_2(tmp_path, monkeypatch, capsys):
+    registry = second_registered_world(tmp_path)
+    text = registry.read_text()
+    amended = ("  amended: [{date: '2026-11-02', what: margin 0.02 -> 0.5, why: test, previous_verdict: reproduced, "
+               "post_registration: true}]\n")                                  # registration 1's, by default
+    registry.write_text(text.replace("  margin: 0.02\n", "  margin: 0.5\n" + amended))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and err.count("\n") == 1, err
+    assert "claim a-beats-b: differs from its registered form" in err and "registration: 2" in err
+    registry.write_text(text.replace("  margin: 0.02\n", "  margin: 0.5\n" + amended.replace("true}", "true, "
+                                                                                             "registration: 2}")))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    claim = json.loads((tmp_path / "reports" / "claims.json").read_text())[0]
+    assert status == 0 and claim["frozen_verdict"] == "reproduced" and "post hoc" in claim["labels"], err
+
+
+def test_a_claim_withdrawn_under_the_first_record_does_not_withdraw_it_from_the_second(tmp_path, monkeypatch,
+                                                                                        capsys):
+    from test_registry import BOUND
+    registry = second_registered_world(tmp_path)
+    text = registry.read_text().replace(BOUND, "")
+    withdraw = ("amendments:\n  drop-small-loss:\n    date: '2026-11-02'\n    what: withdrawn\n    why: test\n"
+                "    post_registration: true\n    withdraws: [small-loss]\n")
+    registry.write_text(text.replace("claims:\n", withdraw + "claims:\n"))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "claim small-loss: registered on" in err and "registration: 2" in err
+    registry.write_text(text.replace("claims:\n", withdraw + "    registration: 2\nclaims:\n"))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 0, err
+
+
+def test_code_amendments_of_the_first_record_do_not_count_under_the_second(tmp_path, monkeypatch, capsys):
+    from replication.judge import registration
+    second_registered_world(tmp_path)
+    first = registration.records(tmp_path)[0][1]
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
+    of_first = registration.amend_code(first, "moved", "test", "0" * 64, tmp_path)
+    (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps([of_first]))
+    assert registration.load_code_amendments(tmp_path) == []
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "verdicts.py: differs from the registration of" in err and "code amended" not in err
+    of_second = registration.amend_code(registration.load(tmp_path), "moved", "test", "0" * 64, tmp_path)
+    (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps([of_first, of_second]))
+    assert [a["registration"] for a in registration.load_code_amendments(tmp_path)] == [of_second["registration"]]
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 0, err

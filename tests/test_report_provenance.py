@@ -52,6 +52,23 @@ def test_verdicts_judged_before_or_under_another_registration_do_not_match():
     assert "no: reports/claims.json was judged under the registration of 2026-11-01" in other
 
 
+def test_the_second_record_names_its_run_and_the_previous_run_and_counts_only_its_own_amendments():
+    second = {**RECORD, "run": 2, "previous": {"record": "analysis/registration.json", "date": "2026-12-01",
+                                               "commit": "c0ffee" * 6 + "c0ff", "claims_json_sha256": "d4" * 32}}
+    of_first = {"date": "2026-12-01", "what": "w", "why": "y", "previous_verdict": "reproduced",
+                "post_registration": True}
+    claims = [claim("old", "reproduced", amended=[of_first]),
+              claim("new", "reproduced", amended=[{**of_first, "registration": 2}])]
+    block = page.registration_section(second, "2026-12-02", ("f00dcafe" * 5, "2026-12-02"), claims)
+    assert "for registered run 2 (analysis/registration_2.json, added by commit" in block
+    assert (f"Run 1 was registered by analysis/registration.json on 2026-12-01; its verdicts are those of the "
+            f"report committed at <code>{'c0ffee' * 6 + 'c0ff'}</code>") in block
+    assert "#claim-new" in block and "#claim-old" not in block
+    first = page.registration_section(RECORD, "2026-12-02", ("f00dcafe" * 5, "2026-12-02"), claims)
+    assert "for registered run 1 (analysis/registration.json" in first and "Run 0" not in first
+    assert "#claim-old" in first and "#claim-new" not in first
+
+
 def test_without_a_record_the_page_says_the_verdicts_are_not_judged_by_registered_rules():
     block = page.registration_section(None, None, ("unknown", None), [claim("a", "reproduced")])
     assert "not yet judged by registered rules" in block and "<table" not in block

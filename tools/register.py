@@ -2,11 +2,15 @@
 
     python -m tools.register
         write analysis/registration.json (the date, the sha256 of params.yaml, the registry and the
-        judging code, and every claim as registered) and make the analyze stage depend on it;
-        commit both before the first stage of the run.
+        judging code, and every claim as registered) and make the analyze and report stages depend
+        on it; commit both before the first stage of the run. When a record exists, write the next,
+        analysis/registration_<n>.json (run n, and `previous`: the last record, its date, HEAD's
+        commit, which holds that run's judged results, and the sha256 of the committed
+        reports/claims.json); refused when the last record is dated today or reports/claims.json
+        has uncommitted changes. Earlier records are never modified.
     python -m tools.register --rules-changed "what changed" --why "why"
-        after the registration, a change of judging code that moves verdicts: append an amendment
-        that freezes each claim's verdict under the code it replaces (read from the committed
+        after the latest registration, a change of judging code that moves verdicts: append an
+        amendment that freezes each claim's verdict under the code it replaces (read from the committed
         reports/claims.json, which must be the one that code judged), so that the analysis shows
         every moved verdict post hoc beside the frozen one.
     python -m tools.register --code-moved "what moved" --why "why"
@@ -14,19 +18,21 @@
         claims.json byte-identical to the committed one, append a code amendment (the new hashes)
         to analysis/registration_amendments.json. Otherwise the edit changes a verdict: it is a
         rule change, not a move.
+Both amend the latest record (their `registration` is its date).
 """
 import argparse
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 from replication.io import json_text, write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
-from replication.judge.registration import (CODE_AMENDMENTS, RECORD, RegistrationError, add_to_analysis_deps,
-                                            amend_code, amend_rules, load, load_code_amendments,
-                                            register)
+from replication.judge.registration import (CODE_AMENDMENTS, RegistrationError, add_to_analysis_deps,
+                                            all_code_amendments, amend_code, amend_rules, load,
+                                            load_code_amendments, record_path, register)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
 
@@ -36,21 +42,21 @@ CLAIMS = Path("reports/claims.json")
 def code_moved(what, why):
     record = load()
     if record is None:
-        raise RegistrationError(f"{RECORD}: no registration to amend; run `python -m tools.register` first")
+        raise RegistrationError(f"{record_path()}: no registration to amend; run `python -m tools.register` first")
     judged, _ = judge_registry(read_resolved("conditions"))
     committed = CLAIMS.read_text()
     if json_text(judged) != committed:
         raise RegistrationError(f"{CLAIMS}: the code as it is now judges the committed results differently; "
                                 "a change that moves a verdict is a rule change, not a move (register again)")
-    amendments = [*load_code_amendments(), amend_code(record, what, why, hashlib.sha256(committed.encode()).hexdigest())]
-    write_json(CODE_AMENDMENTS, amendments)
-    return amendments[-1]
+    amendment = amend_code(record, what, why, hashlib.sha256(committed.encode()).hexdigest())
+    write_json(CODE_AMENDMENTS, [*all_code_amendments(), amendment])
+    return amendment
 
 
 def rules_changed(what, why):
     record = load()
     if record is None:
-        raise RegistrationError(f"{RECORD}: no registration to amend; run `python -m tools.register` first")
+        raise RegistrationError(f"{record_path()}: no registration to amend; run `python -m tools.register` first")
     amendments = load_code_amendments()
     committed = CLAIMS.read_text()
     digest = hashlib.sha256(committed.encode()).hexdigest()
@@ -58,9 +64,31 @@ def rules_changed(what, why):
         raise RegistrationError(f"{CLAIMS}: not the claims.json the registered code judged (its sha256 differs from "
                                 f"the last amendment's); restore it with `git checkout {CLAIMS}`")
     before = {c["id"]: c["verdict"] for c in json.loads(committed)}      # under the code being replaced
-    amendments.append(amend_rules(record, what, why, before, digest))
-    write_json(CODE_AMENDMENTS, amendments)
-    return amendments[-1]
+    amendment = amend_rules(record, what, why, before, digest)
+    write_json(CODE_AMENDMENTS, [*all_code_amendments(), amendment])
+    return amendment
+
+
+def git(*args):
+    """git's output (bytes); RegistrationError with its first line of error when it fails."""
+    result = subprocess.run(["git", *args], capture_output=True)
+    if result.returncode:
+        message = result.stderr.decode(errors="replace").strip().splitlines() or ["failed"]
+        raise RegistrationError(f"git {' '.join(args)}: {message[0]}")
+    return result.stdout
+
+
+def previous_run():
+    """What a new record says of the run before it: HEAD's commit (holding that run's judged
+    results) and the sha256 of the reports/claims.json committed there; None before the first
+    record. RegistrationError when reports/claims.json has uncommitted changes."""
+    if load() is None:
+        return None
+    if git("status", "--porcelain", "--", str(CLAIMS)).strip():
+        raise RegistrationError(f"{CLAIMS}: uncommitted changes; commit the previous run's verdicts (or restore "
+                                f"them with `git checkout {CLAIMS}`) before registering the next run")
+    return {"commit": git("rev-parse", "HEAD").decode().strip(),
+            "claims_json_sha256": hashlib.sha256(git("show", f"HEAD:./{CLAIMS}")).hexdigest()}
 
 
 def main(argv):
@@ -81,13 +109,13 @@ def main(argv):
                   "verdicts identical; commit it with the code")
             return 0
         registered = load_registry("analysis/claims.yaml", read_resolved("conditions")["conditions"])
-        rules, claims = registered.rules, registered.claims
+        path, record = register(registered.rules, registered.claims, previous=previous_run())
     except (RegistryError, RegistrationError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    record = register(rules, claims)
     deps = " and added it to the analyze and report stages' deps in dvc.yaml" if add_to_analysis_deps() else ""
-    print(f"wrote {RECORD}{deps}: {len(claims)} claims registered on {record['date']}; commit it before the run")
+    print(f"wrote {path}{deps}: {len(record['claims'])} claims registered for run {record.get('run', 1)} on "
+          f"{record['date']}; commit it before the run")
     return 0
 
 

@@ -30,7 +30,6 @@ import yaml
 
 MISSING = {"deleted", "not in cache"}
 STAGE_TIMES = "reports/stage_times.json"
-REGISTRATION = "analysis/registration.json"
 SUMMARY = "reports/summary.json"
 
 
@@ -122,10 +121,11 @@ def minutes(stages, times):
 
 
 def registered_run_in_progress(root="."):
-    """The registration date while the registered run is under way: rules registered
-    (analysis/registration.json), params.yaml as registered, and the committed analysis not yet
+    """The latest registration's date while its registered run is under way: rules registered
+    (registration.record_path), params.yaml as registered, and the committed analysis not yet
     judged under them (reports/summary.json's registered_on); else None."""
-    record, summary = Path(root, REGISTRATION), Path(root, SUMMARY)
+    from replication.judge.registration import record_path      # imports torch: only when asked
+    record, summary = Path(root, record_path(root)), Path(root, SUMMARY)
     if not record.exists():
         return None
     registered = json.loads(record.read_text())

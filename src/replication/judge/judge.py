@@ -327,7 +327,7 @@ def _effect_note(claim, c):
     return f"Effect in the claimed direction: {ours}."
 
 
-def _labels(claim, out, registered_on):
+def _labels(claim, out, run):
     labels = []
     if out.get("robustness"):
         labels.append(out["robustness"]["label"])
@@ -335,8 +335,7 @@ def _labels(claim, out, registered_on):
         labels.append("calibrated")
     if claim.get("realisation"):
         labels.append("realisation")
-    if any(registered_on is None or a["date"] > registered_on or a.get("post_registration")
-           for a in claim.get("amended") or []):
+    if any(run is None or registration.amends(a, run) for a in claim.get("amended") or []):
         labels.append("post hoc")
     if (out.get("convergence") or {}).get("converged") is False:
         labels.append("not converged")
@@ -347,7 +346,7 @@ def _labels(claim, out, registered_on):
     return labels
 
 
-def _finish(claim, out, rules, registered_on):
+def _finish(claim, out, rules, run):
     """Main contrast, reasons, notes, robustness and labels of a judged claim."""
     contrasts = out.get("contrasts")
     if contrasts:
@@ -377,7 +376,7 @@ def _finish(claim, out, rules, registered_on):
         out["_notes"].append(f"Underdetermined: {out['underdetermined']['reason']}.")
     if (out.get("contrast") or {}).get("scale_artefact"):
         out["_notes"].append(f"May be a scale artefact: {out['contrast']['scale_artefact']}.")
-    out["labels"] = _labels(claim, out, registered_on)
+    out["labels"] = _labels(claim, out, run)
     if "_notes" in out:
         out["note"] = " ".join(n for n in out.pop("_notes") if n)
     return out
@@ -385,23 +384,23 @@ def _finish(claim, out, rules, registered_on):
 
 # ---------------------------------------------------------------- the registry
 
-def judge_all(claims, root=".", rules=None, registered_on=None, documents=()):
+def judge_all(claims, root=".", rules=None, run=None, documents=()):
     """Judge every claim on its own; then the Benjamini-Hochberg screen over the decided claims
-    (a q-value beside each verdict; it decides nothing). registered_on: the date of the
-    registration record, if any (amendments after it are post hoc); documents: the sections of the
-    documents' own examples."""
+    (a q-value beside each verdict; it decides nothing). run: the registered run of the latest
+    record, if any (its post-registration amendments are post hoc; with none, every amendment is);
+    documents: the sections of the documents' own examples."""
     gates.clear_cache()
     judged = [_judge_claim(claim, root, rules, documents) for claim in claims]
     screened = [(out, verdicts.claim_p(out["verdict"], out.get("contrasts") or [])) for out in judged]
     screened = [(out, p) for out, p in screened if p is not None]
     for (out, p), q in zip(screened, verdicts.bh([p for _, p in screened])):
         out["p_decision"], out["q_bh"], out["bh_family"] = p, q, len(screened)
-    return [_finish(claim, out, rules, registered_on) for claim, out in zip(claims, judged)]
+    return [_finish(claim, out, rules, run) for claim, out in zip(claims, judged)]
 
 
 def judge_registry(conditions, registry="analysis/claims.yaml"):
-    """Every claim of the registry judged on the results of the resolved `conditions`; under a
-    registration record, each claim amended after it also judged by its frozen rule
+    """Every claim of the registry judged on the results of the resolved `conditions`; under the
+    latest registration record, each claim amended after it also judged by its frozen rule
     (`frozen_verdict`). The judged code's hashes are the caller's to check (analyze checks them
     first, registration.check_registered_code; tools/register.py judges with moved code on purpose).
     Returns (judged, record)."""
@@ -411,7 +410,7 @@ def judge_registry(conditions, registry="analysis/claims.yaml"):
     amendments = registration.load_code_amendments() if record else []
     frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
     check_inputs(conditions)
-    judged = judge_all(claims, rules=rules, registered_on=record and record["date"], documents=registered.documents)
+    judged = judge_all(claims, rules=rules, run=record and record["run"], documents=registered.documents)
     for out in judged:
         if out["id"] in frozen:
             out["frozen_verdict"] = judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]

@@ -1,19 +1,22 @@
-"""The registration record (analysis/registration.json): the rules frozen before the full run
-that they judge.
+"""The registration records (analysis/registration.json, then analysis/registration_<n>.json for
+registered run n): the rules frozen before each full run that they judge. The latest record governs.
 
-Rule: the record holds the registration date, the sha256 of params.yaml and of every module the
+Rule: a record holds the registration date, the sha256 of params.yaml and of every module the
 judging runs (judged_code: params.yaml, the analyze entry point, src/replication/judge/ and the
 shared io.py and schema.py it imports), and
-each claim as registered (its canonical form, amendments left out). Before judging, the analysis
-checks the files against it: params or judging code that differ, or a judging module added or
-removed, stop it with one line (restore them, or register again before the run).
+each claim as registered (its canonical form, amendments left out); from run 2 on also its run
+number and the previous record (its path and date, the commit holding that run's judged results and
+the sha256 of its reports/claims.json). Before judging, the analysis
+checks the files against the latest record: params or judging code that differ, or a judging module
+added or removed, stop it with one line (restore them, or register again before the run).
 A code amendment (analysis/registration_amendments.json, written by `python -m tools.register
 --code-moved`) records judging code that moved without changing a verdict: it is written only when
 the moved code judges the committed results to a byte-identical reports/claims.json, and from then
-on the files are checked against its hashes instead of the record's. A claim that
-differs from its registered form, or is new, must carry an amendment marked post_registration and
-dated after the registration; it is then judged twice, by the current rule and by the frozen one,
-and both verdicts are shown. A claim changed without such an amendment stops the analysis.
+on the files are checked against its hashes instead of the record's; only the amendments of the
+latest record (their `registration` is its date) count. A claim that
+differs from its registered form, or is new, must carry an amendment marked post_registration with
+`registration:` the latest record's run; it is then judged twice, by the current rule and by the
+frozen one, and both verdicts are shown. A claim changed without such an amendment stops the analysis.
 """
 import datetime
 import hashlib
@@ -28,7 +31,7 @@ from ..io import sha256, write_json
 from ..schema import Strict, one_line
 from .registry import Date, Verdict, declared_gates
 
-RECORD = Path("analysis/registration.json")
+RECORD = Path("analysis/registration.json")          # the first record; run n's: path_of(n)
 REGISTRY = Path("analysis/claims.yaml")
 CODE_AMENDMENTS = Path("analysis/registration_amendments.json")
 JUDGE = Path("src/replication/judge")
@@ -75,10 +78,49 @@ def make_record(rules, claims, root=".", date=None):
             "claims": {c["id"]: _frozen(c) for c in claims}}
 
 
-def register(rules, claims, root="."):
+def _run(path):
+    """The run number of a record path (registration.json: 1), or None for another file."""
+    found = re.fullmatch(r"registration(?:_(\d+))?\.json", Path(path).name)
+    return found and int(found[1] or 1)
+
+
+def path_of(run):
+    """The path of registered run `run`'s record."""
+    return RECORD if run == 1 else RECORD.with_name(f"registration_{run}.json")
+
+
+def _paths(root="."):
+    """The record paths that exist (relative to root), oldest first."""
+    runs = sorted(n for n in map(_run, Path(root, RECORD.parent).glob("registration*.json")) if n)
+    return [path_of(n) for n in runs]
+
+
+def record_path(root="."):
+    """The latest record's path (relative to root); RECORD while there is none."""
+    return (_paths(root) or [RECORD])[-1]
+
+
+def records(root="."):
+    """Every record, oldest first: [(path relative to root, record)]."""
+    return [(path, _read(Path(root, path), Record)) for path in _paths(root)]
+
+
+def register(rules, claims, root=".", previous=None):
+    """Write the next record: the first at RECORD; after it, record n + 1 with `previous` (the
+    caller's {commit, claims_json_sha256} of the run the latest record governed). Returns (path,
+    record); RegistrationError when the latest record is dated today."""
+    paths = _paths(root)
     record = make_record(rules, claims, root)
-    write_json(Path(root, RECORD), record)
-    return record
+    if paths:
+        latest = load(root)
+        if latest["date"] == record["date"]:
+            raise RegistrationError(f"{paths[-1]}: registered today ({record['date']}); a new record needs a "
+                                    "later date")
+        record = {**record, "run": _run(paths[-1]) + 1,
+                  "previous": {"record": str(paths[-1]), "date": latest["date"], **(previous or {})}}
+    path = path_of(record.get("run", 1))
+    write_json(Path(root, path), record)
+    return path, record
 
 
 class Record(Strict):
@@ -89,6 +131,8 @@ class Record(Strict):
     rules: dict
     rules_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     claims: dict[str, dict]
+    run: int = 1                         # registered run n (the first record has no key)
+    previous: dict | None = None         # run n - 1's record, date, commit and claims.json sha256
 
 
 class CodeAmendment(Strict):
@@ -122,15 +166,17 @@ def _read(path, model, many=False):
 
 
 def load(root="."):
-    """The registration record, or None while the rules are not registered (no record yet)."""
-    path = Path(root, RECORD)
+    """The latest registration record, or None while the rules are not registered (no record yet)."""
+    path = Path(root, record_path(root))
     return _read(path, Record) if path.exists() else None
 
 
-def add_to_analysis_deps(dvc_yaml="dvc.yaml"):
-    """Make the analyze and report stages depend on the record (from registration on, a changed or
-    deleted record reruns or stops them). Returns whether dvc.yaml changed."""
+def add_to_analysis_deps(dvc_yaml="dvc.yaml", record=None):
+    """Make the analyze and report stages depend on `record` (default: the latest record beside
+    dvc.yaml; from registration on, a changed or deleted record reruns or stops them). Returns
+    whether dvc.yaml changed."""
     path = Path(dvc_yaml)
+    record = record or record_path(path.parent)
     text = path.read_text()
     changed = False
     for stage in ("analyze", "report"):
@@ -138,20 +184,27 @@ def add_to_analysis_deps(dvc_yaml="dvc.yaml"):
         following = re.search(r"\n  [\w@-]+:\n", text[start + 1:])
         end = start + 1 + following.start() if following else len(text)
         deps = text.index("    deps:\n", start)
-        if deps > end or f"      - {RECORD}\n" in text[start:end]:
+        if deps > end or f"      - {record}\n" in text[start:end]:
             continue
         anchor = deps + len("    deps:\n")
-        text = text[:anchor] + f"      - {RECORD}\n" + text[anchor:]
+        text = text[:anchor] + f"      - {record}\n" + text[anchor:]
         changed = True
     if changed:
         path.write_text(text)
     return changed
 
 
-def load_code_amendments(root="."):
-    """The code amendments of the registration (a list, oldest first; empty when there are none)."""
+def all_code_amendments(root="."):
+    """Every code amendment in CODE_AMENDMENTS, of any record (a list, oldest first)."""
     path = Path(root, CODE_AMENDMENTS)
     return _read(path, CodeAmendment, many=True) if path.exists() else []
+
+
+def load_code_amendments(root="."):
+    """The code amendments of the latest record (its date in their `registration`), oldest first;
+    empty when there are none or no record."""
+    record = load(root)
+    return [a for a in all_code_amendments(root) if record and a["registration"] == record["date"]]
 
 
 def frozen_files(record, amendments):
@@ -207,30 +260,37 @@ def check_code(record, amendments=(), root="."):
             raise RegistrationError(f"{path}: differs from {since}; restore it, or register again before the run")
 
 
+def amends(amendment, run):
+    """Whether an amendment (a dict) is post-registration of registered run `run`: marked
+    post_registration, with `registration` (default 1) that run."""
+    return bool(amendment.get("post_registration")) and amendment.get("registration", 1) == run
+
+
 def check_claims(record, rules, claims, withdrawn=None):
     """{claim id: frozen claim} for every claim amended after registration; RegistrationError when
-    the rules or a claim differ without a logged amendment, or a registered claim is missing
-    without a post-registration amendment that withdraws it (`withdrawn`: {id: amendment})."""
+    the rules or a claim differ without a logged amendment of this record's run, or a registered
+    claim is missing without such an amendment that withdraws it (`withdrawn`: {id: amendment})."""
     if _digest(rules) != record["rules_sha256"]:
         raise RegistrationError(f"{REGISTRY}: rules differ from the registration of {record['date']}; "
                                 "restore them, or register again before the run")
+    run = record.get("run", 1)
     present = {c["id"] for c in claims}
     for cid in record["claims"]:
         logged = (withdrawn or {}).get(cid)
-        if cid not in present and not (logged and logged["post_registration"] and logged["date"] >= record["date"]):
+        if cid not in present and not (logged and amends(logged, run)):
             raise RegistrationError(f"{REGISTRY}: claim {cid}: registered on {record['date']} but missing; restore "
                                     "it, or withdraw it with an `amendments:` entry (post_registration: true, "
-                                    f"withdraws: [{cid}])")
+                                    f"registration: {run}, withdraws: [{cid}])")
     frozen = {}
     for claim in claims:
         registered = record["claims"].get(claim["id"])
         if registered is not None and _as_declared(registered) == _frozen(claim):
             continue
-        logged = [a for a in claim.get("amended") or [] if a.get("post_registration") and a["date"] >= record["date"]]
-        if not logged:
+        if not any(amends(a, run) for a in claim.get("amended") or []):
             change = "added after the registration" if registered is None else "differs from its registered form"
             raise RegistrationError(f"{REGISTRY}: claim {claim['id']}: {change} of {record['date']}; add an "
-                                    "`amended:` entry with post_registration: true, or restore it")
+                                    f"`amended:` entry with post_registration: true, registration: {run}, or "
+                                    "restore it")
         if registered is not None:
             frozen[claim["id"]] = registered
     return frozen

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import AfterValidator, Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_serializer, model_validator
 
 from ..io import load_yaml
 from ..schema import Strict, one_line
@@ -92,6 +92,7 @@ class AmendmentText(Strict):
     what: str
     why: str
     post_registration: bool = False
+    registration: Annotated[int, Field(ge=1)] = 1     # the registered run whose record it amends
     withdraws: list[Slug] = []           # registered claims this amendment removes from the registry
 
 
@@ -101,6 +102,16 @@ class Amendment(Strict):
     why: str
     previous_verdict: Verdict | Literal["none (new claim)"]
     post_registration: bool = False
+    registration: Annotated[int, Field(ge=1)] = 1     # the registered run whose record it amends
+
+    @model_serializer(mode="wrap")
+    def _first_run_unwritten(self, handler):
+        """Written out without `registration` when it is 1, as before the field existed (the first
+        run's reports/claims.json stays byte for byte); readers take a missing one as 1."""
+        out = handler(self)
+        if out.get("registration") == 1:
+            del out["registration"]
+        return out
 
 
 class AmendmentRef(Strict):
@@ -350,7 +361,8 @@ def _expand_amendments(raw, shared, where):
             raise RegistryError(f"{where}: amended.{i}.ref: {ref.ref!r} is not an id under `amendments:`")
         text = shared[ref.ref]
         expanded.append({"date": text.date, "what": text.what, "why": text.why,
-                         "previous_verdict": ref.previous_verdict, "post_registration": text.post_registration})
+                         "previous_verdict": ref.previous_verdict, "post_registration": text.post_registration,
+                         "registration": text.registration})
     return {**raw, "amended": expanded}
 
 

@@ -160,9 +160,12 @@ def original_verdict(claim):
 
 
 def post_hoc(claim):
-    """Whether a rule of this claim changed after registration (amended[].post_registration, or the
-    label)."""
-    return "post hoc" in labels(claim) or any(a.get("post_registration") for a in amendments(claim))
+    """Whether a rule of this claim changed after the current registration: the judge's label
+    (which counts only the current run's amendments); while claims.json has no labels, any
+    amendment marked post_registration."""
+    if claim.get("labels") is not None:
+        return "post hoc" in claim["labels"]
+    return any(a.get("post_registration") for a in amendments(claim))
 
 
 def first_sentence(text, words=30):

@@ -8,6 +8,7 @@ from collections import Counter
 
 from . import claims_view as rc
 from .claims_view import slug
+from ..judge.registration import amends, path_of
 from ..judge.verdicts import CLASS, DOCUMENT_VERDICTS, SHAPE, rank
 
 DOCUMENTS = [   # the three source documents, by their titles
@@ -65,7 +66,8 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once
                  "second float realisation showed)"),
     ("amended", "a verdict rule changed after results were seen; shown with what changed, why, and the verdict "
                 "before → after"),
-    ("post hoc", "amended after the registration (analysis/registration.json) froze the rules"),
+    ("post hoc", "amended after the current run's registration (analysis/registration.json; run n's: "
+                 "registration_n.json) froze the rules"),
     ("calibrated", "a setting fixed against the figure under test; such a figure is not counted as judged"),
     ("robust", "the verdict holds under every registered alternative analysis (other probes, rungs, compute bases)"),
     ("depends on: …", "the verdict changes under the named alternative (probe, rung or basis)"),
@@ -292,15 +294,16 @@ def claim_list(claims, shared):
 
 
 def registration_section(record, judged_under, commit, claims, amendments=()):
-    """The registration on the page: its date, the sha256 of every registered file, whether the
-    verdicts were judged under it (`judged_under`: the registration date the analysis ran under,
-    reports/summary.json's registered_on; the analysis stops when a registered file differs, so a
-    match means the judged files matched), the commit that added the record, and each amendment made
-    after it with the verdict under the rule as registered. `record` None: not registered yet."""
+    """The latest registration on the page: its run, date and path, the sha256 of every registered
+    file, whether the verdicts were judged under it (`judged_under`: the registration date the
+    analysis ran under, reports/summary.json's registered_on; the analysis stops when a registered
+    file differs, so a match means the judged files matched), the commit that added the record, the
+    previous run's record and commit, and each amendment made after it with the verdict under the
+    rule as registered. `record` None: not registered yet."""
     if record is None:
         return ("<p><b>Not registered.</b> No analysis/registration.json: the verdicts on this page are not yet "
                 "judged by registered rules (tools/register.py writes the record before a full run).</p>")
-    date = record.get("date")
+    date, run = record.get("date"), record.get("run", 1)
     if judged_under == date:
         match = ("yes: before judging, the analysis compared the sha256 of every registered file with the record "
                  "and judged under this registration")
@@ -309,14 +312,18 @@ def registration_section(record, judged_under, commit, claims, amendments=()):
     else:
         match = f"no: reports/claims.json was judged under the registration of {esc(judged_under)}"
     sha, day = commit
+    previous = record.get("previous")
+    before = (f"<p>Run {run - 1} was registered by {esc(previous.get('record'))} on {esc(previous.get('date'))}; "
+              f"its verdicts are those of the report committed at <code>{esc(previous.get('commit'))}</code>.</p>"
+              if previous else "")
     files = "".join(f"<tr><td><code>{esc(path)}</code></td><td><code>{esc(digest)}</code></td></tr>"
                     for path, digest in sorted((record.get("sha256") or {}).items()))
     files += f"<tr><td>the registry's rules</td><td><code>{esc(record.get('rules_sha256'))}</code></td></tr>"
-    return (f"<p><b>Rules registered on {esc(date)}</b> (analysis/registration.json, added by commit "
+    return (f"<p><b>Rules registered on {esc(date)}</b> for registered run {run} ({path_of(run)}, added by commit "
             f"<code>{esc(sha)}</code>{f' of {esc(day)}' if day else ''}). Judged files match the registration: "
-            f"{match}.</p><details><summary>The registered sha256 of {len(record.get('sha256') or {})} files and of "
-            f"the rules</summary><table class='registered'><tr><th>file</th><th>sha256 at registration</th></tr>"
-            f"{files}</table></details>{code_amendments(amendments)}{post_registration_table(claims)}")
+            f"{match}.</p>{before}<details><summary>The registered sha256 of {len(record.get('sha256') or {})} files "
+            f"and of the rules</summary><table class='registered'><tr><th>file</th><th>sha256 at registration</th>"
+            f"</tr>{files}</table></details>{code_amendments(amendments)}{post_registration_table(claims, run)}")
 
 
 def code_amendments(amendments):
@@ -347,12 +354,12 @@ def code_amendments(amendments):
             f"verdict, {moved} changed rules</summary><ul>{''.join(items)}</ul></details>")
 
 
-def post_registration_table(claims):
-    """Every claim amended after the registration: the amendment, the verdict now and the verdict
-    under its rule as registered (claims.json's frozen_verdict; a claim new since has none)."""
+def post_registration_table(claims, run=1):
+    """Every claim amended after registered run `run`'s record: the amendment, the verdict now and
+    the verdict under its rule as registered (claims.json's frozen_verdict; a claim new since has none)."""
     rows = []
     for c in claims:
-        late = [a for a in rc.amendments(c) if a.get("post_registration")]
+        late = [a for a in rc.amendments(c) if amends(a, run)]
         late += [{"date": change["date"], "what": f"the registry-wide rule change above: {change['what']}",
                   "why": "a rule of the registration replaced after results were seen"}
                  for change in c.get("rules_amended") or []]
