@@ -166,7 +166,7 @@ def tiny_data(tmp_path_factory):
 def test_the_training_record_holds_the_learned_temperature(tiny_data):
     data, data_dir = tiny_data
     cfg = run_config(dataset="shapes", learn_tau=True, tau=0.07, batch=16, steps=4, ladder=[8])
-    record, states = train_run(0, "learned", cfg, Execution(threads=1, device="cpu", amp=False), data, data_dir)
+    record, states = train_run(0, "learned", cfg, Execution(threads=1, device="cpu", precision="fp32"), data, data_dir)
     assert set(record["rung_tau"]) == {"0", "4", "8"} and record["rung_tau"]["0"] == pytest.approx(0.07)
     assert record["tau_final"] == record["rung_tau"]["8"] != pytest.approx(0.07, abs=1e-6)
     assert record["tau_final"] == pytest.approx(math.exp(states[8]["criterion.log_tau"].item()))

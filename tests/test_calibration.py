@@ -20,7 +20,7 @@ from replication.run.evaluate import evaluate_method, evaluate_run, load_checkpo
 from replication.io import read_json, write_json
 from replication.run.train import differences, save_run, train_run
 
-EXECUTION = Execution(threads=1, device="cpu", amp=False)
+EXECUTION = Execution(threads=1, device="cpu", precision="fp32")
 
 
 def constructed():
@@ -102,7 +102,7 @@ def tiny_runs(tmp_path_factory):
     paths, configs = {}, {}
     for condition in ("simclr", "moco_m099"):
         cfg = PARAMS.pretrain.run_config(condition).model_copy(update={
-            "dataset": "shapes", "steps": 2, "batch": 16, "queue": 32, "ladder": [3]})
+            "dataset": "shapes", "checkpoints": [], "steps": 2, "batch": 16, "queue": 32, "ladder": [3]})
         record, states = train_run(3, condition, cfg, EXECUTION, data, root / "data")
         save_run("tiny", record, states, root)
         paths[condition], configs[condition] = f"results/pretrain/tiny/{condition}/seed_3.json", cfg

@@ -56,11 +56,11 @@ def test_arms_without_normalisation_run_at_simclr_temperatures():
 
 def test_ladder_rungs_scale_with_the_profile_and_need_a_constant_schedule():
     smoke = parse_params(with_change("profile", "smoke")).pretrain.run_config("simclr")
-    assert smoke.rungs == [0, 3, 12, 24] and smoke.batch == 32
+    assert smoke.rungs == [0, 3, 12, 24, 48] and smoke.batch == 32
     cifar = parse_params(with_change("profile", "cifar10")).pretrain.run_config("simclr")
     assert cifar.ladder == []
-    raw = with_change("pretrain.studies", {"s": {"x": {"ladder": [1200], "schedule": "cosine"}}})
-    with pytest.raises(ParamsError, match="pretrain.studies.s.x: a ladder needs schedule: constant"):
+    raw = with_change("pretrain.studies", {"s": {"x": {"ladder": [4800], "schedule": "cosine"}}})
+    with pytest.raises(ParamsError, match="pretrain.studies.s.x: rungs need schedule: constant"):
         parse_params(raw)
     with pytest.raises(ParamsError, match="must rise above steps"):
         parse_params(with_change("pretrain.studies", {"s": {"x": {"ladder": [200]}}}))
@@ -110,13 +110,13 @@ def test_unreadable_files(tmp_path, text):
 
 
 def test_a_typo_in_a_condition_names_the_condition_and_its_allowed_keys():
-    raw = with_change("pretrain.studies.temperature.simclr_tau005", {"tau": 0.05, "tua": 3})
+    raw = with_change("pretrain.studies.temperature_low.simclr_tau005", {"tau": 0.05, "tua": 3})
     with pytest.raises(ParamsError) as e:
         parse_params(raw)
     message = str(e.value)
-    assert message.startswith("params.yaml: pretrain.studies.temperature.simclr_tau005.tua: unknown key; allowed: ")
+    assert message.startswith("params.yaml: pretrain.studies.temperature_low.simclr_tau005.tua: unknown key; allowed: ")
     assert "tau" in message and "label" in message and "momentum" in message
-    assert "\n" not in message and len(message) < 400          # not the whole pretrain section
+    assert "\n" not in message and len(message) < 500          # not the whole pretrain section
 
 
 def test_every_default_lives_in_params_yaml():
@@ -135,11 +135,11 @@ def test_every_default_lives_in_params_yaml():
 def test_resolve_applies_the_active_profile_only():
     from replication.run.config import resolve
     default, smoke = resolve(parse_params(GOOD)), resolve(parse_params(with_change("profile", "smoke")))
-    assert default["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 300
-    assert smoke["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 3
+    assert default["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 2400
+    assert smoke["pretrain/simclr_mocov2.json"]["conditions"]["simclr"]["steps"] == 24
     edited = with_change("profiles.smoke.pretrain.seeds", [7])         # a profile that is not active
     assert resolve(parse_params(edited)) == default
-    assert "label" not in default["pretrain/temperature.json"]["conditions"]["simclr_tau005"]
+    assert "label" not in default["pretrain/temperature_low.json"]["conditions"]["simclr_tau005"]
     assert default["conditions.json"]["conditions"]["simclr_tau005"]["label"] == "tau 0.05"
 
 

@@ -236,7 +236,9 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     page = (tree / "shown" / "index.html").read_text()
     assert not re.search(r"<script[^>]+src=", page), "the page must draw offline (.dvc/config: plots.html_template)"
     assert "vegaEmbed" in page and "vega-lite" in page
-    studies = sorted(p.name for p in (tree / "results" / "pretrain").iterdir())
+    # the studies of params.yaml that have committed training records (mid-run, not every one yet)
+    planned = sorted(p.stem for p in (ROOT / "resolved" / "pretrain").glob("*.json"))
+    studies = [s for s in planned if (tree / "results" / "pretrain" / s).is_dir()]
     for name in ["forest.csv", "published_vs_ours.csv", "ladder.csv"] + [f"loss_{s}.csv" for s in studies]:
         plot_id = "reports_plots_" + name.replace(".", "_")
         assert f'<div id = "{plot_id}">' in page, name
@@ -244,8 +246,8 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     assert ladder and all(f'"series": "{claim}"' in page for claim in ladder)
     # a title per study, axis units, each loss plot's chance line
     plots = {next(iter(entry)): next(iter(entry.values())) for entry in yaml.safe_load((ROOT / "dvc.yaml").read_text())["plots"]}
-    titles = [plots[f"reports/plots/loss/{study}.csv"]["title"] for study in studies]
-    assert len(set(titles)) == len(studies) and all(study in t for study, t in zip(studies, titles))
+    titles = [plots[f"reports/plots/loss/{study}.csv"]["title"] for study in planned]
+    assert len(set(titles)) == len(planned) and all(study in t for study, t in zip(planned, titles))
     assert all("x_label" in plot and ("y_label" in plot or plot["template"] == "forest") for plot in plots.values())
     assert '"chance"' in page and "symlog" in page
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -254,7 +256,7 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
                  "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=15000"]
         dom = subprocess.run([browser, *flags, "--dump-dom", (tree / "shown" / "index.html").as_uri()],
                              capture_output=True, text=True, timeout=120).stdout
-        assert dom.count('class="vega-embed') == 3 + len(studies), dom[-2000:]
+        assert dom.count('class="vega-embed') == page.count('<div id = "reports_plots_') >= 3 + len(studies), dom[-2000:]
 
 
 def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, tmp_path):

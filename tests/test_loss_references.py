@@ -149,12 +149,6 @@ def test_siglip_gradcheck_in_embeddings_and_parameters():
     assert torch.autograd.gradcheck(losses.siglip, (z1, z2, t_prime, b))
 
 
-PAPERS_INIT = pytest.mark.xfail(strict=True, reason=(
-    "the paper's initialisation (t = 10, b = -10) is adopted with the second registered run; the first "
-    "registered run's SigLIP arm started at b = -log(N - 1) and its code stays as it ran (reports/pilot/losses.md)"))
-
-
-@PAPERS_INIT
 def test_siglip_starts_at_the_papers_temperature_and_bias():
     """t' = log 10 and b = -10 (the paper's initialisation). The committed run started b at -log(N - 1):
     with an untrained encoder's nearly parallel embeddings every negative began near sigma = 1."""
@@ -163,14 +157,14 @@ def test_siglip_starts_at_the_papers_temperature_and_bias():
     assert {name for name, p in module.named_parameters() if p.requires_grad} == {"log_t", "b"}
 
 
-@PAPERS_INIT
 def test_the_siglip_arm_optimises_t_and_b_from_the_papers_values():
     """build_method's SigLIP arm: t and b start at the paper's values whatever the batch, and the
     training optimiser (every parameter that requires a gradient) includes them."""
     torch.set_default_dtype(torch.float32)
     cfg = RunConfig(dataset="shapes", encoder="cnn3", method="simclr", loss="siglip", negatives="all", tau=0.2,
                     learn_tau=False, tau_plus=None, normalize=True, head="mlp", proj_dim=8, batch=32,
-                    negatives_kept=None, steps=1, ladder=[], lr=1e-3, schedule="constant", margin=0.5,
+                    negatives_kept=None, checkpoints=[], steps=1, ladder=[], lr=1e-3, lr_rule="sqrt", lr_reference_batch=128,
+                    schedule="constant", margin=0.5,
                     momentum=0.99, queue=16, bn_groups=1, ranks=1, shuffle_bn=False, supcon_inside=False,
                     blur=False, colour=True, colour_strength=1.0, crop_min_side=0.55, rotate=False,
                     channels_last=False)

@@ -198,8 +198,8 @@ def test_siglip_matches_formula():
             logit = 10 * cos(z1[i], z2[j]) - 10
             total += math.log1p(math.exp(-y * logit))
     assert losses.siglip(z1, z2, log_t, b).item() == pytest.approx(total / 4, rel=1e-10)
-    module = losses.SigLIPLoss(batch=32)   # sigma(b) = 1/32, the share of positives in the grid
-    assert torch.sigmoid(module.b).item() == pytest.approx(1 / 32) and module.log_t.exp().item() == pytest.approx(10)
+    module = losses.SigLIPLoss()            # the paper's t = 10, b = -10
+    assert module.b.item() == -10.0 and module.log_t.exp().item() == pytest.approx(10)
     assert {name for name, p in module.named_parameters() if p.requires_grad} == {"log_t", "b"}
 
 

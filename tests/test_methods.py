@@ -111,7 +111,7 @@ CONFIGS = {
     "simclr_bn_groups": {"bn_groups": 2},
     "simclr_unnormalised": {"normalize": False, "tau": 1.0},
     "align_uniform": {"method": "align_uniform"},
-    "moco": {"method": "moco", "queue": 16, "momentum": 0.9},
+    "moco": {"method": "moco", "head": "linear", "queue": 16, "momentum": 0.9},   # MoCo v1: a momentum below 0.999
     "moco_bn_groups": {"method": "moco", "queue": 16, "bn_groups": 2, "shuffle_bn": True},
     "memory_bank": {"method": "memory_bank", "queue": 16, "momentum": 0.5},
     "supcon_out": {"method": "supcon"},

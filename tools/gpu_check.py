@@ -68,7 +68,7 @@ def load_through_profile(folder):
     return dataset_for("cifar10", RunData(image_size=params.data.image_size, cifar10=cifar))
 
 
-def throughput(cfg, data, device, amp, steps):
+def throughput(cfg, data, device, precision, steps):
     """Images per second of `steps` training steps of cfg (after 5 untimed warm-up steps), and the
     final loss."""
     from contrastive.methods import build_method
@@ -76,13 +76,13 @@ def throughput(cfg, data, device, amp, steps):
     torch.manual_seed(0)
     method = build_method(cfg, n_data=len(data["x_train"]), n_classes=len(data["classes"]))
     warm = cfg.model_copy(update={"steps": 5})
-    train(method, data["x_train"], data["y_train"], torch.Generator().manual_seed(0), warm, device=device, amp=amp,
-          progress=False)
+    train(method, data["x_train"], data["y_train"], torch.Generator().manual_seed(0), warm, device=device,
+          precision=precision, progress=False)
     torch.cuda.synchronize()
     start = time.perf_counter()
     run = cfg.model_copy(update={"steps": steps})
     record = train(method, data["x_train"], data["y_train"], torch.Generator().manual_seed(1), run, device=device,
-                   amp=amp, progress=False)
+                   precision=precision, progress=False)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     return steps * cfg.batch / seconds, record
@@ -110,8 +110,8 @@ def main(argv=None):
         from replication.run.config import DataParams
         data = build_dataset(cfg.dataset, DataParams(**read_resolved("data", root=ROOT)))
     device = torch.device("cuda")
-    fp32, r32 = throughput(cfg, data, device, False, args.steps)
-    bf16, r16 = throughput(cfg, data, device, True, args.steps)
+    fp32, r32 = throughput(cfg, data, device, "fp32", args.steps)
+    bf16, r16 = throughput(cfg, data, device, "bf16", args.steps)
     print(f"default arm ({cfg.encoder}, batch {cfg.batch}), {args.steps} steps: fp32 {fp32:.0f} img/s "
           f"(loss {r32['loss']:.3f}), bf16 autocast {bf16:.0f} img/s (loss {r16['loss']:.3f}), bf16/fp32 {bf16 / fp32:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,8 +120,8 @@ def main(argv=None):
         load_s = time.perf_counter() - start
         profile_cfg = cifar10_profile().pretrain.run_config("simclr")
         steps = 20
-        c32, _ = throughput(profile_cfg, cifar, device, False, steps)
-        c16, record = throughput(profile_cfg, cifar, device, True, steps)
+        c32, _ = throughput(profile_cfg, cifar, device, "fp32", steps)
+        c16, record = throughput(profile_cfg, cifar, device, "bf16", steps)
     print(f"cifar10 profile ({profile_cfg.encoder}, batch {profile_cfg.batch}) on a {len(cifar['x_train'])}-image "
           f"fake CIFAR-10 (loaded in {load_s:.1f} s): {steps} steps fp32 {c32:.0f} img/s, bf16 {c16:.0f} img/s, "
           f"bf16/fp32 {c16 / c32:.2f}, status {record['status']}")

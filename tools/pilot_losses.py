@@ -8,11 +8,12 @@ does) of the untrained control and of the trained encoder.
 
 Writes reports/pilot/losses.json (loss curves, probes, learned scalars) and reports/pilot/losses.md.
 Not a study: one seed, and it trains no condition of params.yaml as registered (the SigLIP arm runs
-at batch 128 here). The arm `siglip_papers_init` repeats the SigLIP arm (which starts its bias at
-b = -log(N - 1), as the committed run did) with the paper's b = -10, to show what that fix changes.
+at batch 128 here). The arm `siglip_bias_log_n` repeats the SigLIP arm with the bias initialisation
+the committed run used (b = -log(N - 1)), to show what the fix to b = -10 changes.
 """
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
@@ -33,17 +34,16 @@ ARMS = {
     "nt_logistic": ("simclr", "simclr_logistic", {}),
     "nt_logistic_all_negatives": ("simclr", "simclr_logistic", {"negatives": "all"}),
     "siglip": ("batch", "siglip_b32_s400", {}),
-    "siglip_papers_init": ("batch", "siglip_b32_s400", {}),
+    "siglip_bias_log_n": ("batch", "siglip_b32_s400", {}),
 }
 
 
-class _PapersInit(losses.SigLIPLoss):
-    """SigLIP's own initialisation, b = -10 (the committed arm starts at b = -log(N - 1)); adopted with
-    the second registered run."""
+class _BiasLogN(losses.SigLIPLoss):
+    """The committed run's SigLIP initialisation: b = -log(N - 1) at the pilot's batch."""
+    batch = 128
 
-    def __init__(self, batch):
-        super().__init__(batch)
-        self.b.data.fill_(-10.0)
+    def __init__(self):
+        super().__init__(b=-math.log(self.batch - 1))
 
 
 def probes(cfg, record, state, data, ev):
@@ -55,10 +55,11 @@ def probes(cfg, record, state, data, ev):
 def run_arm(arm, steps, batch, data, ev):
     study_name, condition, overrides = ARMS[arm]
     study = read_resolved(f"pretrain/{study_name}", StudyConfig)
-    cfg = study.conditions[condition].model_copy(update={**overrides, "steps": steps, "batch": batch, "ladder": []})
+    cfg = study.conditions[condition].model_copy(update={**overrides, "steps": steps, "batch": batch, "ladder": [], "checkpoints": []})
     original = losses.SigLIPLoss
-    if arm == "siglip_papers_init":
-        methods.losses.SigLIPLoss = _PapersInit
+    if arm == "siglip_bias_log_n":
+        _BiasLogN.batch = batch
+        methods.losses.SigLIPLoss = _BiasLogN
     try:
         start = time.perf_counter()
         record, states = train_run(0, condition, cfg, study.execution, study.data)

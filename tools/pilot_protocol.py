@@ -3,6 +3,7 @@ pipeline; reports/pilot/):
 
     python -m tools.pilot_protocol precision [--steps 1200] [--seeds 0 1 2 3 4]
     python -m tools.pilot_protocol schedule  [--rungs 1200 2400] [--seeds 0 1]
+    python -m tools.pilot_protocol losses    [--steps 1200] [--seeds 0 1]
 
 precision: the default arm and three registered contrasts (h - z; tau 0.1 - tau 1.0; SupCon L_out - L_in,
 each on the linear probe the claim reads) trained at `steps` over the seeds, once in float32 and once
@@ -14,6 +15,12 @@ schedule: the default arm on the constant learning rate with a checkpoint at eac
 decayed to each rung (warmup-stable-decay: the constant run until the last 20% of the rung's steps,
 then linear to 0, contrastive.train.wsd_factor); decayed rungs are adopted only if they gain more than
 the seed-to-seed spread of the gain.
+
+losses: each alternative loss at the three settings of its own knob (NT-Logistic's tau 0.2, 0.5, 1.0;
+the margin triplet's margin 0.2, 0.5, 1.0), as SimCLR tuned each loss, on a pilot draw of glyphs100
+(its generator at seed PILOT_DATA_SEED: other glyphs and other images than the run's, so the choice never
+sees the data that judges it), in the run's precision. The setting with the highest mean 20-label linear
+probe on h over the seeds is the one the registered run trains.
 
 Runs go to two worker processes of one torch thread each; each finished run is added to
 reports/pilot/<pilot>_runs.json at once, and a rerun skips the runs already there, so an interrupted
@@ -35,7 +42,9 @@ from replication.judge.stats import t_interval
 from replication.judge.verdicts import level
 from replication.run.calibration import recalibrate_bn
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
-from replication.run.datasets import dataset_for
+from contrastive.data import build_dataset
+from replication.run.config import DataParams
+from replication.run.datasets import dataset_for, save_dataset
 from replication.run.evaluate import evaluate_method, method_from_state
 from replication.run.train import train_run
 
@@ -45,6 +54,20 @@ OUT = Path("reports/pilot")
 ARMS = {"simclr": ("simclr_mocov2", "simclr"), "simclr_tau01": ("temperature", "simclr_tau01"),
         "simclr_tau1": ("temperature_high", "simclr_tau1"), "supcon_out": ("supcon", "supcon_out"),
         "supcon_in": ("supcon", "supcon_in")}
+# loss -> {setting: arm}: the candidates of the loss tuning pilot, each the default arm with its loss
+# and knob (OVERRIDES); the registered run keeps only the chosen one of each
+LOSS_SETTINGS = {"NT-Logistic": {"tau 0.2": "simclr_logistic", "tau 0.5": "simclr_logistic_tau05",
+                                 "tau 1.0": "simclr_logistic_tau1"},
+                 "margin triplet": {"margin 0.2": "simclr_triplet_m02", "margin 0.5": "simclr_triplet",
+                                    "margin 1.0": "simclr_triplet_m1"}}
+OVERRIDES = {"simclr_logistic": {"loss": "logistic", "tau": 0.2},
+             "simclr_logistic_tau05": {"loss": "logistic", "tau": 0.5},
+             "simclr_logistic_tau1": {"loss": "logistic", "tau": 1.0},
+             "simclr_triplet_m02": {"loss": "margin_triplet", "margin": 0.2},
+             "simclr_triplet": {"loss": "margin_triplet", "margin": 0.5},
+             "simclr_triplet_m1": {"loss": "margin_triplet", "margin": 1.0}}
+PILOT_DATA_SEED = 1                   # the run's glyphs100 is drawn at seed 0
+PILOT_DATA = Path(".cache/pilot_data")
 # contrast -> ((arm, probe key), (arm, probe key)): a minus b, paired by seed
 CONTRASTS = {"h - z (simclr-h-beats-z)": (("simclr", "h.linear"), ("simclr", "z.linear")),
              "tau 0.1 - tau 1.0 (simclr-temperature)": (("simclr_tau01", "h.linear"), ("simclr_tau1", "h.linear")),
@@ -57,19 +80,21 @@ def leaf(metrics, key):
     return metrics
 
 
-def run_one(arm, seed, steps, schedule, precision, full_labels=False):
-    """Train one arm to `steps` (checkpoints at every step in `steps`), evaluate each checkpoint
-    (full_labels: with the all-label linear probe too)."""
+def run_one(arm, seed, steps, schedule, precision, full_labels=False, data_dir="data"):
+    """Train one arm on the datasets in `data_dir` to `steps` (checkpoints at every step in `steps`),
+    evaluate each checkpoint (full_labels: with the all-label linear probe too)."""
     torch.set_num_threads(1)
-    study_name, condition = ARMS[arm]
+    study_name, condition = ARMS.get(arm, ARMS["simclr"])       # an arm of OVERRIDES: the default's
     study = read_resolved(f"pretrain/{study_name}", StudyConfig)
     top, ladder = steps[0], list(steps[1:])
-    cfg = study.conditions[condition].model_copy(update={"steps": top, "ladder": ladder, "schedule": schedule})
+    cfg = study.conditions[condition].model_copy(update={"checkpoints": [], "steps": top, "ladder": ladder,
+                                                         "schedule": schedule, **OVERRIDES.get(arm, {})})
+    execution = study.execution.model_copy(update={"precision": precision})
     start = time.perf_counter()
-    record, states = train_run(seed, condition, cfg, study.execution, study.data, precision=precision)
+    record, states = train_run(seed, arm, cfg, execution, study.data, data_dir)
     train_s = time.perf_counter() - start
     ev = read_resolved("evaluate", EvaluateConfig)
-    data = dataset_for(cfg.dataset, study.data)
+    data = dataset_for(cfg.dataset, study.data, data_dir)
     at = {}
     for step in steps:
         method = method_from_state(cfg, states[step], record["n_data"], record["n_classes"])
@@ -200,6 +225,50 @@ def schedule_markdown(out):
     return "\n".join(lines)
 
 
+def pilot_data():
+    """glyphs100 drawn at PILOT_DATA_SEED into PILOT_DATA (made once): the loss pilot's data."""
+    if not (PILOT_DATA / "glyphs100.pt").exists():
+        params = read_resolved("data", DataParams)
+        params = params.model_copy(update={"glyphs100": params.glyphs100.model_copy(update={"seed": PILOT_DATA_SEED})})
+        torch.set_num_threads(1)
+        save_dataset(build_dataset("glyphs100", params), "glyphs100", PILOT_DATA, params.same_class)
+    return str(PILOT_DATA)
+
+
+def losses_pilot(args):
+    precision = read_resolved("pretrain/simclr_mocov2", StudyConfig).execution.precision
+    data_dir = pilot_data()
+    tasks = [(arm, seed, (args.steps,), "constant", precision, False, data_dir)
+             for settings in LOSS_SETTINGS.values() for arm in settings.values() for seed in args.seeds]
+    runs = run_all(tasks, OUT / "losses_tuning_runs.json")
+    value = {(r["arm"], r["seed"]): r["at"][str(args.steps)]["h"]["linear"] for r in runs}
+    losses = {}
+    for loss, settings in LOSS_SETTINGS.items():
+        rows = {setting: {"condition": arm, "per_seed": [value[arm, s] for s in args.seeds],
+                          "mean": float(np.mean([value[arm, s] for s in args.seeds]))}
+                for setting, arm in settings.items()}
+        losses[loss] = {"settings": rows, "chosen": max(rows, key=lambda k: rows[k]["mean"])}
+    out = {"pilot": "losses", "steps": args.steps, "seeds": args.seeds, "precision": precision, "cpu": cpu_model(),
+           "threads": 1, "data": f"glyphs100 drawn at seed {PILOT_DATA_SEED}", "losses": losses}
+    publish("losses_tuning", out, losses_markdown(out))
+
+
+def losses_markdown(out):
+    lines = ["# Pilot: each alternative loss tuned on its own knob", "",
+             f"{out['steps']} steps at batch 128, seeds {out['seeds']}, {out['precision']}, on a pilot draw of the "
+             f"dataset ({out['data']}; the registered run trains and tests on the draw at seed 0), {out['cpu']}. "
+             "20-label linear probe on h, BatchNorm calibrated, on the pilot draw's test images.", "",
+             "| loss | setting | per seed | mean | chosen |", "|---|---|---|---|---|"]
+    for loss, row in out["losses"].items():
+        for setting, r in row["settings"].items():
+            lines.append(f"| {loss} | {setting} | {', '.join(f'{100 * v:.1f}%' for v in r['per_seed'])} | "
+                         f"{100 * r['mean']:.1f}% | {'yes' if setting == row['chosen'] else ''} |")
+    lines += ["", "Decision rule (fixed before the runs): each loss trains in the registered run at its setting with "
+              "the highest mean over the seeds in the claim that compares the losses; the other settings leave the run "
+              "unless another claim reads them.", ""]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="pilot", required=True)
@@ -209,9 +278,12 @@ def main(argv=None):
     schedule = sub.add_parser("schedule")
     schedule.add_argument("--rungs", type=int, nargs="+", default=[1200, 2400])
     schedule.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    losses = sub.add_parser("losses")
+    losses.add_argument("--steps", type=int, default=1200)
+    losses.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    {"precision": precision_pilot, "schedule": schedule_pilot}[args.pilot](args)
+    {"precision": precision_pilot, "schedule": schedule_pilot, "losses": losses_pilot}[args.pilot](args)
 
 
 if __name__ == "__main__":

@@ -168,12 +168,15 @@ def report_status(status, lock, times):
     lists every dataset and checkpoint it lacks (some 250 lines of `not in cache`)."""
     stale, retrain = plan(status, lock)
     lacking = sorted(set(status) - set(stale))
-    if stale:
+    in_progress = registered_run_in_progress()
+    if in_progress and stale:
+        report_progress(in_progress, in_run_order(stale), times)
+    elif stale:
         edited = " (params.yaml edited: the stages it changes show once `resolve` has run)" if "resolve" in stale else ""
         print(f"Stale (an edit changed them; `make repro` reruns them): {minutes(stale, times)[0]}{edited}.")
     else:
         print("Current: every committed result matches the code and params.yaml.")
-    if retrain:
+    if retrain and not in_progress:
         named, total = minutes(retrain, times)
         print(f"Rerunning them needs what this clone lacks, which retrains {named}: about {total:.0f} minutes "
               "(`make repro RETRAIN=1`, or `dvc pull`).")

@@ -117,19 +117,13 @@ TRAINING = {"pretrain": "pretrain/{}.json", "determinism": "determinism.json"}  
 
 
 def stage_precision(stage, resolved="resolved"):
-    """'bf16' for a stage that trains (pretrain@<study>, determinism) with amp on a CUDA device that
-    supports bfloat16, as contrastive.train autocasts only there (device from the stage's resolved
-    execution; auto is CUDA when this machine has it); 'fp32' otherwise: no other stage autocasts
-    (the NumPy examples and analytic checks compute in float64)."""
+    """The precision of a stage that trains (pretrain@<study>, determinism), from its resolved
+    execution; 'fp32' for every other stage: none autocasts (the NumPy examples and analytic checks
+    compute in float64)."""
     kind, _, study = stage.partition("@")
     if kind not in TRAINING:
         return "fp32"
-    execution = json.loads(Path(resolved, TRAINING[kind].format(study)).read_text())["execution"]
-    if not execution["amp"] or execution["device"] == "cpu":
-        return "fp32"
-    import torch
-    cuda = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return "bf16" if cuda else "fp32"
+    return json.loads(Path(resolved, TRAINING[kind].format(study)).read_text())["execution"]["precision"]
 
 
 if __name__ == "__main__":

@@ -197,14 +197,18 @@ def siglip(z1, z2, log_t, b):
 
 
 class SigLIPLoss(nn.Module):
-    """siglip() with its learned parameters: t = exp(log_t) starts at 10, and b at -log(N - 1) for
-    batches of N, which makes sigma(b) = 1/N, the share of positives in the N x N grid (SigLIP's
-    -10 is the same idea at its batch of 32k)."""
+    """siglip() with its learned parameters initialised as in Zhai et al. (2023): t = exp(log_t)
+    starts at 10 and b at -10, so the initial logits t s + b are at most 0 for every pair.
 
-    def __init__(self, batch, t=10.0):
+    Why not b = -log(N - 1), which makes sigma(b) the share of positives: that holds only for
+    similarities near 0, and an untrained encoder's embeddings are nearly parallel (s near 0.9), so
+    every negative starts at sigma(t s + b) near 1 and the first steps are a huge correction
+    (the committed b32 arm started at a loss of 155 and ended below its untrained control)."""
+
+    def __init__(self, t=10.0, b=-10.0):
         super().__init__()
         self.log_t = nn.Parameter(torch.tensor(math.log(t)))
-        self.b = nn.Parameter(torch.tensor(-math.log(batch - 1)))
+        self.b = nn.Parameter(torch.tensor(float(b)))
 
     def forward(self, z1, z2):
         return siglip(z1, z2, self.log_t, self.b)

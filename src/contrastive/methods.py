@@ -208,7 +208,7 @@ def build_method(cfg, n_data, n_classes):
         if cfg.loss == "nt_xent":
             criterion = NTXent(cfg.tau, cfg.normalize, cfg.learn_tau, cfg.negatives_kept)
         elif cfg.loss == "siglip":
-            criterion = losses.SigLIPLoss(cfg.batch)
+            criterion = losses.SigLIPLoss()
         else:
             criterion = criteria[cfg.loss]
         return SimCLR(f, g, criterion, cfg.bn_groups)

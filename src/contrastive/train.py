@@ -40,6 +40,11 @@ class TrainSettings:
     rotate: bool = False
     channels_last: bool = False
 
+    @property
+    def batch_lr(self):
+        """The rate Adam runs at (the study's RunConfig scales its lr to the batch)."""
+        return self.lr
+
 
 def embedding_spread(z):
     """Mean per-dimension std of the l2-normalised embeddings z (n, d) across the batch; below
@@ -68,7 +73,7 @@ def wsd_factor(step, steps, share=DECAY_SHARE):
 def optimizer(method, cfg):
     """Adam over the trainable parameters, and the schedule if not constant (else None): cosine to 0,
     or wsd (constant, then linear to 0 over the last DECAY_SHARE of the steps)."""
-    opt = torch.optim.Adam([p for p in method.parameters() if p.requires_grad], lr=cfg.lr)
+    opt = torch.optim.Adam([p for p in method.parameters() if p.requires_grad], lr=cfg.batch_lr)
     schedules = {
         "cosine": lambda: torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps),
         "wsd": lambda: torch.optim.lr_scheduler.LambdaLR(opt, lambda step: wsd_factor(step, cfg.steps)),
@@ -129,8 +134,8 @@ def stop_reason(step, loss, z):
     return None
 
 
-def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=None, desc="pretrain",
-          progress=True, precision="fp32"):
+def train(method, x_train, y_train, gen, cfg, device="cpu", snapshot=None, desc="pretrain", progress=True,
+          precision="fp32"):
     """Adam on the method's loss for cfg.steps batches of cfg.batch images (a TrainSettings or a
     RunConfig), drawn with replacement.
 
@@ -139,8 +144,8 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     recent_loss None) and after every completed step, with the mean loss of the last RECENT steps,
     so that a caller can save checkpoints at the steps it wants; it must not draw from any
     generator. device: where the model runs (the data stay on the CPU and each batch is
-    moved); amp: bfloat16 autocast of the whole step on CUDA; precision "bf16": the encoder and head
-    under bfloat16 autocast on any device, the loss in float32 (in_bf16). Under torch.distributed, cfg.batch is the global batch:
+    moved); precision "bf16": the encoder and head under bfloat16 autocast on any device, the loss
+    in float32 (in_bf16); "fp32": float32 throughout. Under torch.distributed, cfg.batch is the global batch:
     every rank draws the same indices and views and trains on its own slice, BN spans every rank
     where the method wants global BN, and DistributedDataParallel averages the gradients
     (src/contrastive/distributed.py). Stops early on a NaN/inf loss (status 'diverged') or
@@ -154,8 +159,6 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     if precision == "bf16":
         encoders_in_bf16(method)
     model = data_parallel(method, device)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16,
-                              enabled=amp and device.type == "cuda" and torch.cuda.is_bf16_supported())
     opt, sched = optimizer(method, cfg)
     record = {"status": "ok", "steps_done": 0, "reason": None, "loss": None, "loss_curve": []}
     curve_every = max(1, cfg.steps // 20)
@@ -165,8 +168,7 @@ def train(method, x_train, y_train, gen, cfg, device="cpu", amp=False, snapshot=
     for step in tqdm(range(cfg.steps), desc=desc, disable=not progress or rank() > 0, leave=False, mininterval=2,
                      position=PROGRESS_LINE):
         v1, v2, labels, index = draw_batch(x_train, y_train, gen, cfg, device)
-        with autocast:
-            loss, z = model(v1, v2, labels, index)
+        loss, z = model(v1, v2, labels, index)
         value = mean_over_ranks(loss.item())
         if not math.isfinite(value):
             record.update(zip(("status", "reason"), stop_reason(step, value, z)))

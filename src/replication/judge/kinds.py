@@ -187,22 +187,24 @@ def chance_loss(config):
 
 
 def _judge_failure(claim, out, notes, root, rules):
-    """A condition fails by its budget (or, with `at: top`, by its ladder's last rung): every run
+    """A condition fails by its budget (or, with `at: top`, by its ladder's last rung; with `at: first`,
+    by its first trained rung): every run
     diverges or collapses before it, or the arm does not train there and its loss (the mean of the
     steps just before) stays at rules['failure_loss_fraction'] of the chance loss or above. With
     `reference`, that condition must train by the same step, else the failure is not specific to
     this one. With `collapse`, judged on the embedding (_judge_collapse)."""
     records = runs(claim["runs"], root)
     config = records[0]["config"]
-    top = claim["at"] == "top"
-    step = (config.get("ladder") or [config["steps"]])[-1] if top else config["steps"]
+    step = {"budget": config["steps"], "top": ([config["steps"]] + config.get("ladder", []))[-1],
+            "first": (config.get("checkpoints", []) + [config["steps"]])[0]}[claim["at"]]
+    rung = None if step == config["steps"] else step    # the gates read `eval` at the budget, else this rung
     reached = [r for r in records if str(step) in (r.get("rung_loss") or {})]
     failures = [{"seed": r.get("seed"), "status": r["status"], "reason": r.get("reason")}
                 for r in records if r not in reached]
     out["step"] = step
     out["arms"]["runs"] = {"values": [r.get("status", "ok") for r in records], "n": len(records), "failed": failures}
     if claim.get("reference"):
-        reference, gate = _reference_gate(claim["reference"], step if top else None, out, root, rules)
+        reference, gate = _reference_gate(claim["reference"], rung, out, root, rules)
         if gate is None or not gate["trained"]:
             notes.append(f"The reference {reference} did not train by step {step} either, so a failure here is "
                          "not specific to this condition.")
@@ -214,7 +216,7 @@ def _judge_failure(claim, out, notes, root, rules):
         out["decided_by"] = f"all {len(records)} runs diverged or collapsed before step {step}"
         return "reproduced"
     condition = conditions_of(claim["runs"])[0]
-    gate = gates.control_gain(condition, "h", step if top else None, rules, root)
+    gate = gates.control_gain(condition, "h", rung, rules, root)
     floor = chance_loss(reached[0]["config"])
     losses = [r["rung_loss"][str(step)] for r in reached]
     out["arms"]["loss"] = {**_arm(losses, rules), "chance_loss": floor, "step": step}

@@ -288,7 +288,7 @@ class Collapse(Strict):
 class Failure(Claim):
     kind: Literal["failure"]
     runs: Spec
-    at: Literal["budget", "top"] = "budget"
+    at: Literal["budget", "top", "first"] = "budget"     # the step judged: the budget, the last or the first rung
     collapse: Collapse | None = None
     reference: Spec | None = None            # a condition that must train by the same step
 

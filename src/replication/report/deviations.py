@@ -160,32 +160,25 @@ def resolve_deviations(entries, claim_ids, resolved_root="resolved", derived=Non
     return rows
 
 
-def precision(device, amp):
-    """The arithmetic a training run used: contrastive.train autocasts to bfloat16 only on a CUDA
-    device (with bfloat16 support, as every CUDA GPU since Ampere has) and when amp is set."""
-    return "bf16" if amp and device == "cuda" else "fp32"
-
-
-def derived_facts(resolved_root="resolved", results_root="results"):
+def derived_facts(results_root="results"):
     """Facts of the run that no single resolved value holds, for {derived:name} placeholders:
-    precision: every pretraining run's arithmetic (its recorded device; amp from the reference
-    arm's resolved execution, which every stage shares);
+    precision: every pretraining run's arithmetic, as its record says (fp32 where a record predates
+    the field: the first registered run trained in fp32 only);
     train_images, classes: the reference arm's training set (from its run records);
-    epochs: the reference arm's budget in passes over that set (steps x batch / train_images).
+    epochs: the reference arm's top rung in passes over that set (steps x batch / train_images).
     A fact the files cannot give is left out (a placeholder naming it is then an error)."""
     file, condition = REFERENCE_ARM
-    facts, reference = {}, Path(resolved_root, f"{file}.json")
-    amp = json.loads(reference.read_text())["execution"]["amp"] if reference.is_file() else None
-    devices = {json.loads(path.read_text()).get("device")
-               for path in Path(results_root, "pretrain").glob("*/*/seed_*.json")}
-    if devices and amp is not None:
-        facts["precision"] = " and ".join(sorted({precision(device, amp) for device in devices}))
+    facts = {}
+    precisions = {json.loads(path.read_text()).get("precision", "fp32")
+                  for path in Path(results_root, "pretrain").glob("*/*/seed_*.json")}
+    if precisions:
+        facts["precision"] = " and ".join(sorted(precisions))
     records = sorted(Path(results_root, file, condition).glob("seed_*.json"))
     if records:
         record = json.loads(records[0].read_text())
         cfg = record["config"]
         facts.update(train_images=record["n_data"], classes=record["n_classes"],
-                     epochs=round(cfg["steps"] * cfg["batch"] / record["n_data"], 1))
+                     epochs=round(max([cfg["steps"], *cfg.get("ladder", [])]) * cfg["batch"] / record["n_data"], 1))
     return facts
 
 

@@ -15,6 +15,7 @@ and names of studies, conditions and profiles that are safe as paths and DVC sta
 import copy
 import hashlib
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -224,6 +225,9 @@ DatasetName = Literal["glyphs100", "shapes", "shapes4", "digits", "imagefolder",
 FOLDER_DATASETS = ("imagefolder", "cifar10")        # read from a user's folder at run time
 
 
+MOCO_V2_MOMENTUM = 0.999
+
+
 class RunConfig(Strict):
     """One pretraining condition; every seed of it shares these settings."""
     dataset: DatasetName
@@ -239,9 +243,12 @@ class RunConfig(Strict):
     proj_dim: Annotated[int, Field(ge=1, le=8192)]    # z's width for a linear or MLP head
     batch: Batch
     negatives_kept: Count | None                      # NT-Xent: k negatives per anchor (None: all 2N - 2)
-    steps: Steps                                      # the study's budget: claims read the run at this step
-    ladder: Annotated[list[Steps], Field(max_length=MAX_LIST)]                             # later rungs: training goes on to the last, with a checkpoint at each
-    lr: PositiveFloat
+    checkpoints: Annotated[list[Steps], Field(max_length=MAX_LIST)]   # earlier rungs, below steps: descriptive, for trends
+    steps: Steps                                      # the budget: claims that read `eval` read the run at this step
+    ladder: Annotated[list[Steps], Field(max_length=MAX_LIST)]        # later rungs: training goes on to the last, with a checkpoint at each
+    lr: PositiveFloat                                 # Adam's rate at lr_reference_batch (batch_lr: at this batch)
+    lr_rule: Literal["sqrt", "none"]                  # sqrt: the rate scales with sqrt(batch / lr_reference_batch)
+    lr_reference_batch: Batch
     schedule: Literal["constant", "cosine", "wsd"]
     margin: Annotated[float, Field(ge=0)]             # margin-triplet loss
     momentum: Annotated[float, Field(ge=0, le=1)]     # MoCo key encoder / memory bank update
@@ -256,6 +263,21 @@ class RunConfig(Strict):
     crop_min_side: Annotated[float, Field(gt=0, le=1)]       # crop side ~ U(crop_min_side, 1)
     rotate: bool
     channels_last: bool       # NHWC tensors: about 1.5x faster convolutions on CPU (last-bit changes)
+
+    @property
+    def batch_lr(self):
+        """The rate Adam runs at: lr scaled to the batch by the square-root rule (SimCLR scales its
+        rate with the batch; the square root is the usual form for Adam), or lr as it is."""
+        return self.lr * math.sqrt(self.batch / self.lr_reference_batch) if self.lr_rule == "sqrt" else self.lr
+
+    @field_validator("momentum")
+    @classmethod
+    def _mocov2_as_its_paper(cls, value, info):
+        # MoCo v2 (the MLP head) is run as its paper ran it; the momentum sweep is MoCo v1's (linear head)
+        if info.data.get("method") == "moco" and info.data.get("head") == "mlp" and value < MOCO_V2_MOMENTUM:
+            raise ValueError(f"MoCo v2 (method moco, head mlp) runs at momentum {MOCO_V2_MOMENTUM}, as its paper; "
+                             "sweep the momentum on MoCo v1 (head linear)")
+        return value
 
     @model_validator(mode="after")
     def _groups_divide_batch(self):
@@ -305,17 +327,20 @@ class RunConfig(Strict):
         return value
 
     @model_validator(mode="after")
-    def _ladder_after_steps(self):
+    def _rungs_rise(self):
+        if any(b <= a for a, b in zip(self.checkpoints, [*self.checkpoints[1:], self.steps])):
+            raise ValueError(f"checkpoints {excerpt(self.checkpoints)} must rise and stay below steps ({self.steps})")
         if any(b <= a for a, b in zip([self.steps, *self.ladder], self.ladder)):
             raise ValueError(f"ladder {excerpt(self.ladder)} must rise above steps ({self.steps})")
-        if self.ladder and self.schedule != "constant":
-            raise ValueError("a ladder needs schedule: constant (a rung of a longer cosine run is not a shorter run)")
+        if (self.ladder or self.checkpoints) and self.schedule != "constant":
+            raise ValueError("rungs need schedule: constant (a rung of a longer decayed run is not a shorter run)")
         return self
 
     @property
     def rungs(self):
-        """The steps with a checkpoint: 0 (the untrained control), steps, and the ladder's rungs."""
-        return [0, self.steps, *self.ladder]
+        """The steps with a checkpoint: 0 (the untrained control), the earlier checkpoints, steps, and the
+        ladder's rungs."""
+        return [0, *self.checkpoints, self.steps, *self.ladder]
 
 
 class PretrainParams(Strict):
@@ -342,11 +367,13 @@ class PretrainParams(Strict):
             raise KeyError(f"unknown condition {name!r}; known: {', '.join(self.conditions)}")
         overrides = {k: v for k, v in (self.studies[study][name] or {}).items() if k != "label"}
         if not self.ladders:
-            overrides["ladder"] = []
+            overrides["ladder"] = overrides["checkpoints"] = []
         cfg = RunConfig(**{**self.defaults.model_dump(), **overrides})
         scale = lambda steps: max(1, round(steps * self.steps_scale))
-        ladder = sorted({scale(s) for s in cfg.ladder} - {scale(cfg.steps)})
-        return RunConfig(**{**cfg.model_dump(), "steps": scale(cfg.steps), "ladder": ladder})
+        steps = scale(cfg.steps)
+        ladder = sorted({scale(s) for s in cfg.ladder} - {steps})
+        checkpoints = sorted({scale(s) for s in cfg.checkpoints} - {steps})
+        return RunConfig(**{**cfg.model_dump(), "checkpoints": checkpoints, "steps": steps, "ladder": ladder})
 
 
 class EvaluateParams(Strict):
@@ -389,7 +416,7 @@ class Params(Strict):
     profile: str
     threads: Threads
     device: Literal["auto", "cpu", "cuda"]     # auto: CUDA when torch sees a GPU
-    amp: bool                                  # bfloat16 autocast on CUDA (no effect on CPU)
+    precision: Literal["fp32", "bf16"]         # bf16: encoder and head under bfloat16 autocast (CPU and CUDA)
     workers: Annotated[int, Field(ge=1, le=64)]
     data: DataParams
     examples: ExampleParams
@@ -411,10 +438,10 @@ class RunData(Strict):
 
 
 class Execution(Strict):
-    """Where and how runs execute: these change float results (threads, device, amp)."""
+    """Where and how runs execute: these change float results (threads, device, precision)."""
     threads: Threads
     device: Literal["auto", "cpu", "cuda"]
-    amp: bool
+    precision: Literal["fp32", "bf16"]
 
 
 class StudyConfig(Strict):
@@ -452,7 +479,7 @@ def _run_data(params, configs):
 def resolve(params):
     """{path under resolved/: content} for every stage. `workers.json` only says how many runs go
     in parallel, which changes no result, so no stage depends on it."""
-    execution = Execution(threads=params.threads, device=params.device, amp=params.amp)
+    execution = Execution(threads=params.threads, device=params.device, precision=params.precision)
     p = params.pretrain
     out = {"data.json": params.data.model_dump(),
            "workers.json": {"workers": params.workers},
@@ -466,7 +493,7 @@ def resolve(params):
             study=study, seeds=p.seeds, execution=execution, data=_run_data(params, configs.values()),
             conditions=configs).model_dump()
     det = params.determinism
-    run = p.run_config(det.condition).model_copy(update={"steps": det.steps, "ladder": []})
+    run = p.run_config(det.condition).model_copy(update={"steps": det.steps, "ladder": [], "checkpoints": []})
     out["determinism.json"] = DeterminismConfig(determinism=det, run=run, execution=execution,
                                                 data=_run_data(params, [run]), evaluate=params.evaluate).model_dump()
     out["conditions.json"] = {"seeds": p.seeds, "conditions": {
@@ -552,6 +579,10 @@ def _check_conditions(params):
             label = overrides.pop("label", name)
             if not isinstance(label, str):
                 raise ParamsError(f"{where}.label: must be text (got {excerpt(label)})")
+            if {"batch", "lr"} <= set(overrides) and overrides.get("lr_rule") != "none":
+                raise ParamsError(f"{where}.lr: set with its own batch, it would ignore the batch rule (lr is the rate "
+                                  "at lr_reference_batch, scaled by lr_rule); drop it, or add lr_rule: none to say "
+                                  "this arm leaves the rule")
             try:
                 params.pretrain.run_config(name)
             except ValidationError as e:

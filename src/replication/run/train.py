@@ -67,16 +67,17 @@ def training_tasks(study):
     return sorted(tasks, key=lambda t: -t[2].rungs[-1] * t[2].batch * t[2].ranks)
 
 
-def train_run(seed, condition, cfg, execution, data_settings, data_dir="data", precision="fp32"):
+def train_run(seed, condition, cfg, execution, data_settings, data_dir="data"):
     """One training run to the condition's last rung: (record, {step: state_dict} at each rung
     reached). The record holds, per rung, the mean training loss of the steps just before it
     (`rung_loss`), and the final value of every learned scalar (SigLIP's log t and b); a learned
     temperature also as itself, at each rung (`rung_tau`) and at the end (`tau_final`). A diverged
     or collapsed run stops early and keeps the checkpoints of the rungs it reached. A condition
-    with ranks > 1 runs in that many gloo processes (unless already launched by torchrun). precision:
-    "fp32", or "bf16" for the encoder and head under bfloat16 autocast (contrastive.train.train)."""
+    with ranks > 1 runs in that many gloo processes (unless already launched by torchrun). The
+    execution's precision ("fp32", or "bf16": the encoder and head under bfloat16 autocast) holds for
+    the whole run (contrastive.train.train)."""
     if cfg.ranks > 1 and world_size() == 1:
-        return run_on_ranks(cfg.ranks, train_run, seed, condition, cfg, execution, data_settings, data_dir, precision)
+        return run_on_ranks(cfg.ranks, train_run, seed, condition, cfg, execution, data_settings, data_dir)
     torch.set_num_threads(execution.threads)
     device = select_device(execution.device)
     data = dataset_for(cfg.dataset, data_settings, data_dir)
@@ -93,9 +94,9 @@ def train_run(seed, condition, cfg, execution, data_settings, data_dir="data", p
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(seed)
         method = build_method(cfg, n_data=len(data["x_train"]), n_classes=len(data["classes"]))
-        to_top = cfg.model_copy(update={"steps": cfg.rungs[-1], "ladder": []})
-        record = train(method, data["x_train"], data["y_train"], gen, to_top, device=device, amp=execution.amp,
-                       snapshot=snapshot, desc=f"{condition} seed {seed}", precision=precision)
+        to_top = cfg.model_copy(update={"steps": cfg.rungs[-1], "ladder": [], "checkpoints": []})
+        record = train(method, data["x_train"], data["y_train"], gen, to_top, device=device, snapshot=snapshot,
+                       desc=f"{condition} seed {seed}", precision=execution.precision)
     if cfg.method == "moco":   # the key encoder averages over about 1 / (1 - m) steps
         horizon = math.inf if cfg.momentum == 1 else 1 / (1 - cfg.momentum)
         record["key_horizon_steps"] = None if math.isinf(horizon) else horizon
@@ -107,7 +108,8 @@ def train_run(seed, condition, cfg, execution, data_settings, data_dir="data", p
               "rung_loss": {str(step): loss for step, loss in sorted(rung_loss.items())},
               "learned_scalars": {name: p.item() for name, p in method.named_parameters() if p.numel() == 1},
               "wall_s": clock.seconds, "peak_rss_mb": peak_rss_mb(), "threads": execution.threads,
-              "world_size": world_size(), "device": device.type, "torch": torch.__version__,
+              "world_size": world_size(), "device": device.type, "precision": execution.precision,
+              "lr_used": cfg.batch_lr, "torch": torch.__version__,
               "machine": platform.machine(), "cpu": cpu_model()}
     return record, states
 
