@@ -52,15 +52,15 @@ def test_evaluation_reproduces_from_the_checkpoints_and_checks_them(smoke, tmp_p
     for path, text in before.items():
         assert differences(json.loads(text), json.loads(path.read_text())) == [], path
     record = json.loads((copy / "results/pretrain/simclr_mocov2/simclr/seed_1.json").read_text())
-    assert [c["step"] for c in record["checkpoints"]] == [0, 3, 12, 24]     # the ladder's rungs, smoke-scaled
+    assert [c["step"] for c in record["checkpoints"]] == [0, 3, 12, 24, 48]     # the ladder's rungs, smoke-scaled
     checkpoint = copy / record["checkpoints"][-1]["path"]
     good = checkpoint.read_bytes()
     checkpoint.unlink()                                  # never write through a link into DVC's cache
     checkpoint.write_bytes(good[: len(good) // 2])
     result = run_script(["experiments/evaluate.py", "simclr_mocov2"], copy)
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
-    assert "seed_1/step_24.pt: contents do not match the sha256" in result.stderr
-    assert "dvc checkout artifacts/pretrain/simclr_mocov2/simclr/seed_1/step_24.pt" in result.stderr
+    assert "seed_1/step_48.pt: contents do not match the sha256" in result.stderr
+    assert "dvc checkout artifacts/pretrain/simclr_mocov2/simclr/seed_1/step_48.pt" in result.stderr
     assert "dvc repro -f pretrain@simclr_mocov2" in result.stderr
     checkpoint.unlink()
     result = run_script(["experiments/evaluate.py", "simclr_mocov2"], copy)
