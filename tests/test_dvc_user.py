@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from replication.judge.dvc_files import claim_metrics, write_dvc_files
-from tools.repro import in_run_order, plan, registered_run_in_progress
+from tools.repro import RUN_COST, in_run_order, plan, registered_run_in_progress, report_progress
 from tools.timing import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,3 +305,20 @@ def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
     assert registered_run_in_progress(tmp_path) == "2026-12-03"            # the latest record's run
     assert in_run_order(["report", "evaluate@b", "analyze", "pretrain@b", "pretrain@a", "evaluate@a", "data"]) == [
         "data", "pretrain@a", "evaluate@a", "pretrain@b", "evaluate@b", "analyze", "report"]
+
+
+def test_a_run_in_progress_counts_its_own_stages_and_times_the_rest_by_its_estimate(tmp_path, monkeypatch, capsys):
+    """The stages done are those stamped with the latest record's run; the stages to go are timed by
+    the run's cost estimate, not by the previous run's times (other budgets)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "analysis").mkdir()
+    for name in ("registration.json", "registration_2.json"):
+        (tmp_path / "analysis" / name).write_text((ROOT / "analysis" / name).read_text())
+    Path(RUN_COST).parent.mkdir(parents=True)
+    Path(RUN_COST).write_text(json.dumps({"stages": {"b": {"pretrain_min": 20.0, "evaluate_min": 4.0}}}))
+    times = {"resolve": {"seconds": 60.0, "run": 2}, "pretrain@a": {"seconds": 600.0, "run": 2},
+             "pretrain@b": {"seconds": 300.0, "run": 1}, "evaluate@b": {"seconds": 60.0},
+             "analyze": {"seconds": 120.0, "run": 1}}
+    report_progress("2026-12-02", ["pretrain@b", "evaluate@b", "analyze"], times)
+    said = capsys.readouterr().out
+    assert "2 stages done in 11 minutes, 3 to go, about 26 minutes more" in said

@@ -124,6 +124,16 @@ def test_each_recorded_stage_carries_its_precision(tmp_path, monkeypatch):
     record = json.loads((tmp_path / timing.STAGE_RECORD).read_text())
     assert record["pretrain@batch"]["precision"] == "fp32" and record["analyze"]["precision"] == "fp32"
     assert record["pretrain@batch"]["seconds"] == 5.0 and record["pretrain@batch"]["cpu"] == "Xeon"
+    assert record["analyze"]["run"] is None                               # nothing registered yet
+
+
+def test_each_recorded_stage_names_the_registered_run_it_belongs_to(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "analysis").mkdir()
+    for name in ("registration.json", "registration_2.json"):
+        (tmp_path / "analysis" / name).write_text((ROOT / "analysis" / name).read_text())
+    timing.record_stages({"analyze": 0.0}, 6.0, 1.0, 6.0, "Xeon")
+    assert json.loads((tmp_path / timing.STAGE_RECORD).read_text())["analyze"]["run"] == 2
 
 
 def test_an_unreadable_record_stops_the_report_stage_with_one_line(tmp_path):

@@ -19,6 +19,7 @@ import numpy as np
 
 from replication.report.headroom import headroom
 from replication.report.deviations import REFERENCE_ARM
+from tools.timing import TRAINING
 
 
 def _load(path):
@@ -38,12 +39,15 @@ def figures_block():
                      f"{timing['date']}{earlier}.")
     by_stage = _load("reports/stage_times.json")
     if by_stage:
-        done = [name for name in every if name in by_stage]
+        run = max((r.get("run") or 0 for r in by_stage.values()), default=0)
+        done = [name for name in every if name in by_stage and (by_stage[name].get("run") or 0) == run]
         cpus = ", ".join(sorted({by_stage[n]["cpu"] for n in done}))
+        precisions = ", ".join(sorted({by_stage[n]["precision"] for n in done if n.partition("@")[0] in TRAINING}))
         minutes = sum(by_stage[n]["seconds"] for n in done) / 60
         longest = max(done, key=lambda n: by_stage[n]["seconds"])
-        lines.append(f"- Every stage from scratch, one stage at a time (`make repro-stage`): {minutes:.1f} minutes "
-                     f"summed over {len(done)} of {len(every)} stages ({cpus}; "
+        which = f"registered run {run}" if run else "every stage from scratch"
+        lines.append(f"- {which[0].upper() + which[1:]}, one stage at a time (`make repro-stage`): {minutes:.1f} minutes "
+                     f"summed over {len(done)} of {len(every)} stages ({cpus}; training in {precisions}; "
                      f"{sum(by_stage[n]['seconds_in_dvc'] for n in done) / 60:.1f} minutes of it in DVC); the "
                      f"longest stage, {longest}, {by_stage[longest]['seconds'] / 60:.1f} minutes.")
     runs = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/pretrain/*/simclr/seed_*.json"))]

@@ -30,6 +30,7 @@ import yaml
 
 MISSING = {"deleted", "not in cache"}
 STAGE_TIMES = "reports/stage_times.json"
+RUN_COST = "reports/pilot/run_cost.json"     # tools.run_cost: the registered run's estimate
 SUMMARY = "reports/summary.json"
 
 
@@ -147,13 +148,31 @@ def in_run_order(stages):
     return sorted(stages, key=rank)
 
 
+def run_estimates(path=RUN_COST):
+    """{stage: seconds} of the registered run's estimate (tools.run_cost) for its pretrain and
+    evaluate stages; empty without one."""
+    if not Path(path).exists():
+        return {}
+    studies = json.loads(Path(path).read_text())["stages"]
+    return {f"{kind}@{study}": 60 * minutes[f"{kind}_min"]
+            for study, minutes in studies.items() for kind in ("pretrain", "evaluate")}
+
+
 def report_progress(date, stale, times):
-    """What a clone in the middle of the registered run says, instead of retraining."""
-    named, total = minutes(stale, times)
-    print(f"The registered run (rules registered on {date}) is in progress: {len(stale)} stages to go, "
-          f"about {total:.0f} minutes at their last recorded times: {named}. The committed report is "
-          f"still the previous run's. Continue it stage by stage, committing each: "
-          f"`make repro-stage STAGE={stale[0]}`; or run every remaining stage with `make repro RETRAIN=1`.")
+    """What a clone in the middle of the registered run says, instead of retraining: the stages to go,
+    timed by the run's cost estimate (the previous run's times would mislead: its budgets differ),
+    and what the stages of this run took so far."""
+    from replication.judge.registration import load        # imports torch: only when asked
+    run = load()["run"]
+    estimate = {s: {"seconds": t} for s, t in run_estimates().items()}
+    ahead = {s: estimate.get(s) or times[s] for s in stale if s in estimate or s in times}
+    _, total = minutes(stale, ahead)
+    done = [r["seconds"] for r in times.values() if r.get("run") == run]
+    print(f"Registered run {run} (rules registered on {date}) is in progress: {len(done)} stages done in "
+          f"{sum(done) / 60:.0f} minutes, {len(stale)} to go, about {total:.0f} minutes more by the run's "
+          f"estimate ({RUN_COST.replace('.json', '.md')}): {', '.join(stale)}. The committed report is still "
+          f"the previous run's. Continue it stage by stage, committing each: `make repro-stage STAGE={stale[0]}`; "
+          "or run every remaining stage with `make repro RETRAIN=1`.")
 
 
 def what_ran(resolved):

@@ -5,8 +5,9 @@
 After a forced run in which every stage ran, writes reports/repro_timing.json (command, seconds,
 the stages that ran, date, CPU, profile) so README and the report can quote a measured figure for
 a run from scratch. After any forced run (-f, whole or one stage with -s), writes each stage that
-ran into reports/stage_times.json (seconds, its share of time in DVC, CPU, precision, date): a
-full run done stage by stage, across sessions and CPUs, is the sum of its stages. A run that
+ran into reports/stage_times.json (seconds, its share of time in DVC, CPU, precision, date, and the
+registered run it belongs to: the latest registration's): a full run done stage by stage, across
+sessions and CPUs, is the sum of its stages that carry its run number. A run that
 reused results (not forced) records nothing: it never stands for a full one.
 The time spent in DVC itself is the wall time during which no stage command (a child process of
 dvc running experiments/) was alive, sampled every 100 ms.
@@ -100,7 +101,10 @@ def main(argv):
 
 def record_stages(started, end, in_dvc, total, cpu):
     """Add each stage's wall time (from its start to the next stage's) to STAGE_RECORD, with its
-    share of the invocation's time in DVC, this CPU's model and the stage's precision."""
+    share of the invocation's time in DVC, this CPU's model, the stage's precision and the
+    registered run (None before the first registration)."""
+    from replication.judge.registration import load
+    registered = load()
     path = Path(STAGE_RECORD)
     record = json.loads(path.read_text()) if path.exists() else {}
     names = list(started)
@@ -109,7 +113,8 @@ def record_stages(started, end, in_dvc, total, cpu):
         seconds = stop - started[name]
         record[name] = {"seconds": round(seconds, 1), "seconds_in_dvc": round(in_dvc * seconds / total, 1),
                         "cpu": cpu, "precision": stage_precision(name),
-                        "date": datetime.date.today().isoformat()}
+                        "date": datetime.date.today().isoformat(),
+                        "run": registered["run"] if registered else None}
     write_json(path, dict(sorted(record.items())))
 
 
