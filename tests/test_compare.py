@@ -44,25 +44,34 @@ def test_the_command_reads_files_and_git_revisions(tmp_path):
 
 
 DEFAULTS = {"lr": 0.001, "colour_strength": 1.0}
-OLD = {"simclr": {"simclr": {"dataset": "shapes", "lr": 0.001},
-                  "simclr_b32": {"dataset": "shapes", "lr": 0.001}}}
-NEW = {"simclr": {"simclr": {"dataset": "glyphs100", "lr": 0.001, "colour_strength": 1.0},
-                  "simclr_b32": {"dataset": "glyphs100", "lr": 0.0005},
-                  "simclr_crop": {"dataset": "glyphs100", "lr": 0.001}}}
-RECORDS = "results/evaluate/simclr/{}/seed_*.json"
+OLD = {"simclr": {"simclr": {"dataset": "shapes", "lr": 0.001, "precision": "fp32"},
+                  "simclr_b32": {"dataset": "shapes", "lr": 0.001, "precision": "fp32"},
+                  "simclr_long": {"dataset": "shapes", "lr": 0.001, "steps": 300, "precision": "fp32"},
+                  "moco": {"method": "moco", "momentum": 0.99, "steps": 300, "precision": "fp32"}}}
+NEW = {"simclr": {"simclr": {"dataset": "glyphs100", "lr": 0.001, "colour_strength": 1.0, "precision": "fp32"},
+                  "simclr_b32": {"dataset": "glyphs100", "lr": 0.0005, "precision": "fp32"},
+                  "simclr_crop": {"dataset": "glyphs100", "lr": 0.001, "precision": "fp32"}},
+       "longer": {"simclr_long": {"lr": 0.001, "steps": 2400, "precision": "fp32", "momentum": 0.999},
+                  "moco": {"method": "moco", "momentum": 0.999, "steps": 2400, "precision": "bf16"}}}
+RECORDS = "results/evaluate/{}/{}/seed_*.json"
 
 
-def claim(arm, **rule):
-    return {"id": "c", "statement": "s", "arms": {"x": {"files": RECORDS.format(arm), "key": "h.linear"}}, **rule}
+def claim(arm, study="simclr", **rule):
+    return {"id": "c", "statement": "s", "arms": {"x": {"files": RECORDS.format(study, arm), "key": "h.linear"}}, **rule}
 
 
-def test_a_new_claim_is_a_design():
-    assert cause(None, claim("simclr"), OLD, NEW, DEFAULTS) == ("design", "new claim")
+def test_a_new_claim_or_a_new_arm_is_an_arm_changed():
+    assert cause(None, claim("simclr"), OLD, NEW, DEFAULTS) == ("arm changed", "new claim")
+    assert cause(claim("simclr_crop"), claim("simclr_crop"), OLD, NEW, DEFAULTS) == ("arm changed", "arms simclr_crop (new arm)")
 
 
-def test_an_arm_retrained_with_another_setting_is_a_design():
-    assert cause(claim("simclr_b32"), claim("simclr_b32"), OLD, NEW, DEFAULTS) == ("design", "arms simclr_b32 (lr)")
-    assert cause(claim("simclr_crop"), claim("simclr_crop"), OLD, NEW, DEFAULTS) == ("design", "arms simclr_crop (new arm)")
+def test_an_arm_retrained_with_other_settings_is_budget_protocol_or_both():
+    assert cause(claim("simclr_b32"), claim("simclr_b32"), OLD, NEW, DEFAULTS) == ("protocol", "arms simclr_b32 (lr)")
+    # found in the study that holds it now; a momentum where the method has none is no change
+    assert cause(claim("simclr_long"), claim("simclr_long", "longer"), OLD, NEW, DEFAULTS) == (
+        "budget", "arms simclr_long (steps)")
+    assert cause(claim("moco"), claim("moco", "longer"), OLD, NEW, DEFAULTS) == (
+        "budget and protocol", "arms moco (momentum, precision, steps)")
 
 
 def test_a_changed_rule_is_judging_and_wording_is_nothing():
@@ -73,13 +82,13 @@ def test_a_changed_rule_is_judging_and_wording_is_nothing():
 def test_the_dataset_and_knobs_at_their_defaults_leave_data_and_evaluation():
     assert cause(claim("simclr"), claim("simclr"), OLD, NEW, DEFAULTS) == ("data and evaluation", "")
     every_arm = claim("*")
-    assert cause(every_arm, every_arm, OLD, NEW, DEFAULTS)[1].startswith("arms simclr_b32 (lr); simclr_crop")
+    assert cause(every_arm, every_arm, OLD, NEW, DEFAULTS)[1].startswith("arms simclr_crop (new arm); simclr_b32 (lr)")
 
 
 def test_the_table_counts_causes_and_newly_tested_claims():
-    text = markdown([("c", "not tested", "reproduced", "design", "new claim")], ["gone"], ["c"], 3)
-    assert "| c | not tested | reproduced | design | new claim |" in text
-    assert "1 of 3 verdicts moved: 1 design." in text and "Claims removed: gone." in text
+    text = markdown([("c", "not tested", "reproduced", "arm changed", "new claim")], ["gone"], ["c"], 3)
+    assert "| c | not tested | reproduced | arm changed | new claim |" in text
+    assert "1 of 3 verdicts moved: 1 arm changed." in text and "Claims removed: gone." in text
     assert text.endswith("with a measured verdict now: 1.")
 
 

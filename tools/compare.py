@@ -11,13 +11,16 @@ effects move a little, and a verdict near a threshold may flip. A shift larger t
 interval's half-width is marked with '!'.
 
 Causes (revisions only): a verdict can move because the claim's rule changed (judging), because the
-arms it reads were trained differently (design), or, with neither, because the data and the
-evaluation under the same rule changed. Each move is given the first of those that applies, read
-from the two revisions' analysis/claims.yaml and resolved/pretrain/*.json:
+arms it reads were trained differently (budget, protocol, arm changed), or, with neither, because
+the data and the evaluation under the same rule changed. Each move is given the first of those that
+applies, read from the two revisions' analysis/claims.yaml and resolved/pretrain/*.json:
 
-- design: the claim is new, or a key naming what it reads changed (arms, runs, ladder, ...), or an
-  arm it reads was trained with another setting (the dataset and knobs added at their defaults
-  aside);
+- arm changed: the claim is new, or a key naming what it reads changed (arms, runs, ladder, ...),
+  or an arm it reads is new (by name, in any study);
+- budget, protocol, or both: an arm it reads was trained with other settings: budget for the
+  steps, rungs and checkpoints, protocol for any other (precision, learning rate and its rule,
+  MoCo's momentum and queue where the method has them); the dataset and knobs added at their
+  defaults aside;
 - judging: a key of its decision rule changed (direction, margin, basis, tolerance, ...);
 - judging: also a move that a registry-wide rule change after the registration made (claims.json's
   `rules_amended`), shown post hoc;
@@ -117,7 +120,10 @@ def conditions(rev):
         listed = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:resolved/pretrain"],
                                 capture_output=True, text=True).stdout.split()
         paths = [f"resolved/pretrain/{name}" for name in listed]
-    return {Path(p).stem: json.loads(read(rev, p))["conditions"] for p in paths}
+    studies = {Path(p).stem: json.loads(read(rev, p)) for p in paths}
+    # precision is an execution setting; before it was one, runs on the CPU trained in fp32
+    return {name: {cond: {**cfg, "precision": study["execution"].get("precision", "fp32")}
+                   for cond, cfg in study["conditions"].items()} for name, study in studies.items()}
 
 
 def arms_read(claim, studies):
@@ -131,29 +137,55 @@ def arms_read(claim, studies):
     return pairs
 
 
+BUDGET_KEYS = {"steps", "ladder", "checkpoints"}
+MOMENTUM_METHODS = {"moco", "memory_bank"}          # the methods whose momentum and queue are used
+
+
 def setting_changes(old, new, defaults):
-    """Settings of one condition that differ, leaving out the dataset and knobs the old one lacked
-    that are at their default now."""
+    """Settings of one condition that differ, leaving out the dataset, knobs the old one lacked that
+    are at their default now, and momentum and queue where the method has none."""
     keys = (old.keys() | new.keys()) - {"dataset"}
-    return sorted(k for k in keys if old.get(k, defaults.get(k)) != new.get(k))
+    if new.get("method") not in MOMENTUM_METHODS:
+        keys -= {"momentum", "queue"}
+    return sorted(k for k in keys if old.get(k, defaults.get(k, "fp32" if k == "precision" else None)) != new.get(k))
+
+
+def unplaced(value):
+    """A claim key's value with the study in each record path left out: an arm that moved to another
+    stage is the same arm."""
+    return RECORD.sub(lambda m: m.group(0).replace(f"/{m.group(1)}/", "/*/", 1), json.dumps(value))
+
+
+def find(studies, cond, study):
+    """A condition's settings in `studies`: in `study`, else in whichever study holds it now."""
+    return studies.get(study, {}).get(cond) or next((s[cond] for s in studies.values() if cond in s), None)
+
+
+def retraining_cause(changes):
+    """'budget', 'protocol' or 'budget and protocol' for the settings an arm changed."""
+    kinds = ["budget"] * bool(set(changes) & BUDGET_KEYS) + ["protocol"] * bool(set(changes) - BUDGET_KEYS)
+    return " and ".join(kinds)
 
 
 def cause(old_claim, new_claim, old_studies, new_studies, defaults):
     """(cause, detail) of a claim's move between two revisions."""
     if old_claim is None:
-        return "design", "new claim"
-    changed = {k for k in old_claim.keys() | new_claim.keys() if old_claim.get(k) != new_claim.get(k)}
+        return "arm changed", "new claim"
+    changed = {k for k in old_claim.keys() | new_claim.keys() if unplaced(old_claim.get(k)) != unplaced(new_claim.get(k))}
     if changed & DESIGN_KEYS:
-        return "design", "reads " + ", ".join(sorted(changed & DESIGN_KEYS))
-    retrained = []
+        return "arm changed", "reads " + ", ".join(sorted(changed & DESIGN_KEYS))
+    new_arms, retrained, changes = [], [], set()
     for study, cond in sorted(arms_read(new_claim, new_studies)):
-        before = old_studies.get(study, {}).get(cond)
+        before = find(old_studies, cond, study)
         if before is None:
-            retrained.append(f"{cond} (new arm)")
+            new_arms.append(f"{cond} (new arm)")
         elif diff := setting_changes(before, new_studies[study][cond], defaults):
             retrained.append(f"{cond} ({', '.join(diff)})")
+            changes |= set(diff)
+    if new_arms:
+        return "arm changed", "arms " + "; ".join(new_arms + retrained)
     if retrained:
-        return "design", "arms " + "; ".join(retrained)
+        return retraining_cause(changes), "arms " + "; ".join(retrained)
     if judged := changed - DESIGN_KEYS - WORDING_KEYS:
         return "judging", "rule " + ", ".join(sorted(judged))
     if arms_read(new_claim, new_studies):
