@@ -147,7 +147,7 @@ def setting_changes(old, new, defaults):
     keys = (old.keys() | new.keys()) - {"dataset"}
     if new.get("method") not in MOMENTUM_METHODS:
         keys -= {"momentum", "queue"}
-    return sorted(k for k in keys if old.get(k, defaults.get(k, "fp32" if k == "precision" else None)) != new.get(k))
+    return sorted(k for k in keys if old.get(k, defaults.get(k)) != new.get(k))
 
 
 def unplaced(value):
