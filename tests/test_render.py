@@ -122,6 +122,13 @@ def test_the_rung_and_the_runs_are_named_for_what_they_are():
     primary = {**budget, "primary": {"rung": 100}}
     assert rc.read_at(primary, {"cond_a": 100, "cond_b": 400}) == "100 / 400 steps"     # the arms differ
     assert rc.read_at(primary, {"cond_a": 100, "cond_b": 100}) == "100 steps"
+    # a key that names a rung by index reads that rung, whatever the primary analysis records
+    first = {**primary, "contrast": {**primary["contrast"], "metric_key": "at.{rung:0}.h.linear"},
+             "primary": {"rung": 4800}}
+    rungs = {"cond_a": [0, 300, 1200, 4800], "cond_b": [0, 300, 4800]}
+    assert rc.named_rung(first, rungs) == 300 and rc.read_at(first, {"cond_a": 4800, "cond_b": 4800}, rungs) == "300 steps"
+    assert rc.named_rung(first, {"cond_a": [0, 300], "cond_b": [0, 100]}) is None        # the arms disagree
+    assert "rung 300" in page.claim_details({**first, "named_rung": 300}, {})
     one_seed = {"kind": "single_run", "realisation": "seed 3 at 1, 2 and 4 threads",
                 "arms": {"realisations": {"n": 3, "values": [1.0, 1.1, 1.2]}}}
     assert rc.realisations(one_seed) == (3, "thread-count realisations of one seed")
@@ -161,6 +168,17 @@ def test_the_summary_names_the_studies_by_verdict_and_the_compute():
     assert f"Reproduced: {study['simclr-h-beats-z']}." in text and f"contradicted {study['mocov2-beats-simclr']}" in text
     assert "560 CPU-minutes of pretraining and 176 of evaluation over 305 runs on Xeon" in text
     assert "398 minutes" in text and "1 verdicts rest on arms still moving" in text
+
+
+def test_the_compute_counts_the_latest_run_only(tmp_path):
+    """A stage's entry from an earlier run (the report's own, while it renders) is neither counted nor
+    named among the CPUs."""
+    (tmp_path / "reports").mkdir()
+    times = {"pretrain@a": {"seconds": 600, "cpu": "EPYC", "run": 2},
+             "report": {"seconds": 60, "cpu": "Xeon", "run": 1}}
+    (tmp_path / "reports" / "stage_times.json").write_text(json.dumps(times))
+    cost = rc.compute(tmp_path)
+    assert cost["stages"] == 1 and cost["stage_minutes"] == 10 and cost["cpus"] == ["EPYC"]
 
 
 def test_new_fields_are_shown_when_present():

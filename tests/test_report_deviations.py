@@ -183,3 +183,20 @@ def test_the_report_stage_stops_with_one_line_and_writes_nothing(tmp_path):
     assert result.stderr.startswith("error: analysis/deviations.yaml: entry 1 ('batch'): ours: "
                                     "{pretrain/study:conditions.arm.crop_min_side} resolves to nothing")
     assert not (tmp_path / "reports" / "report.html").exists() and not (tmp_path / "reports" / "claims.md").exists()
+
+
+def test_the_scale_names_the_datasets_the_studies_train_on(tmp_path):
+    """miniature() lists each dataset some condition trains on, with its classes, and no other."""
+    resolved, data = tmp_path / "resolved", tmp_path / "data"
+    (resolved / "pretrain").mkdir(parents=True), data.mkdir()
+    file, condition = rd.REFERENCE_ARM
+    default = {"dataset": "glyphs", "steps": 2400, "batch": 128}
+    write_json(resolved / f"{file}.json", {"conditions": {condition: default}})
+    write_json(resolved / "pretrain" / "other.json", {"conditions": {"x": {**default, "dataset": "shapes"}}})
+    write_json(resolved / "data.json", {"image_size": 32})
+    write_json(resolved / "conditions.json", {"conditions": {"a": {"rungs": [0, 300, 9600]}}})
+    for name, n in (("glyphs", 100), ("shapes", 10), ("digits", 10)):
+        write_json(data / f"{name}.json", {"classes": list(range(n))})
+    text = rd.miniature(resolved, data)
+    assert "(glyphs, 100 classes; shapes, 10 classes)" in text and "digits" not in text
+    assert "2,400 steps of 128 images" in text and "up to 9,600 steps" in text

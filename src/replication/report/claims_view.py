@@ -109,6 +109,20 @@ def published_effect(claim, i=0):
     return None if number(value) is None else scale_unit(claim)[0] * value
 
 
+def named_rung(claim, rungs):
+    """The step of the rung a claim's key names by index ('at.{rung:0}.h.linear': the first trained
+    rung), from `rungs` (condition -> its rungs, resolved/conditions.json), when its arms agree; else
+    None. The primary analysis records the arms' budget for such a claim, not this rung."""
+    key = (claim.get("contrast") or {}).get("metric_key") or ""
+    by_index = re.match(r"at\.\{rung:(\d+)\}\.", key)
+    if not by_index or not rungs:
+        return None
+    index = int(by_index.group(1))
+    trained = [[r for r in rungs[name] if r > 0] for name in arm_conditions(claim) if name in rungs]
+    named = {steps[index] for steps in trained if index < len(steps)}
+    return named.pop() if len(named) == 1 else None
+
+
 def rung(claim):
     """The training length (steps) the claim's figure is read at, or None."""
     primary = number((claim.get("primary") or {}).get("rung"))
@@ -241,7 +255,9 @@ def counts_text(claims):
 def compute(root="."):
     """What the run cost, from its own records: CPU-minutes of pretraining and of evaluation (each
     run's wall time times its torch threads), the runs, the CPUs they ran on, and the wall minutes
-    of every stage run one at a time (reports/stage_times.json), or None where a file is missing."""
+    of every stage run one at a time in the latest run (reports/stage_times.json: a stage's entry
+    from an earlier run, such as this report's own until it finishes, is left out), or None where a
+    file is missing."""
     spent, runs, cpus = {}, 0, set()
     for kind in ("pretrain", "evaluate"):
         records = [json.loads(p.read_text()) for p in sorted(Path(root, "results", kind).glob("*/*/seed_*.json"))]
@@ -250,6 +266,8 @@ def compute(root="."):
         cpus |= {r["cpu"] for r in records if r.get("cpu")}
     stages = Path(root, "reports", "stage_times.json")
     timed = json.loads(stages.read_text()) if stages.exists() else {}
+    latest = max((r.get("run") or 0 for r in timed.values()), default=0)
+    timed = {name: r for name, r in timed.items() if (r.get("run") or 0) == latest}
     return {**spent, "runs": runs, "cpus": sorted(cpus | {r["cpu"] for r in timed.values() if r.get("cpu")}),
             "stages": len(timed), "stage_minutes": sum(r["seconds"] for r in timed.values()) / 60 if timed else None}
 
@@ -385,10 +403,13 @@ def arm_conditions(claim):
     return [name for arm in arms if isinstance(arm, dict) for name in (arm.get("control") or {})]
 
 
-def read_at(claim, budgets):
-    """The training length a claim's figure is read at, in words: each arm's budget when the arms of
-    a claim off the ladder train for different lengths (`budgets`: condition -> steps), else its
-    primary rung, else the one budget of its arms, else '–'."""
+def read_at(claim, budgets, rungs=None):
+    """The training length a claim's figure is read at, in words: the rung its key names by index, else
+    each arm's budget when the arms of a claim off the ladder train for different lengths (`budgets`:
+    condition -> steps), else its primary rung, else the one budget of its arms, else '–'."""
+    named = named_rung(claim, rungs)
+    if named is not None:
+        return f"{named:,} steps"
     steps = sorted({budgets[name] for name in arm_conditions(claim) if name in budgets})
     step = rung(claim)
     if step is not None and (claim.get("ladder") or len(steps) < 2):
@@ -397,13 +418,12 @@ def read_at(claim, budgets):
 
 
 def load_claims(path, conditions="resolved/conditions.json"):
-    """reports/claims.json as the report shows it, with `read_at` (the training
-    length of each figure) added from the conditions' budgets."""
-    import json
-    from pathlib import Path
-    budgets = {name: c["steps"] for name, c in json.loads(Path(conditions).read_text())["conditions"].items()} \
-        if Path(conditions).exists() else {}
-    return [{**c, "read_at": read_at(c, budgets)}
+    """reports/claims.json as the report shows it, with `read_at` (the training length of each figure)
+    and `named_rung` added from the conditions' budgets and rungs."""
+    known = json.loads(Path(conditions).read_text())["conditions"] if Path(conditions).exists() else {}
+    budgets = {name: c["steps"] for name, c in known.items()}
+    rungs = {name: c["rungs"] for name, c in known.items()}
+    return [{**c, "read_at": read_at(c, budgets, rungs), "named_rung": named_rung(c, rungs)}
             for c in json.loads(Path(path).read_text())]
 
 

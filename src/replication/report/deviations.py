@@ -183,18 +183,20 @@ def derived_facts(results_root="results"):
 
 
 def miniature(resolved_root="resolved", data_root="data"):
-    """The scale the study runs at, in words, read from the resolved configuration and the default
-    dataset's manifest: image size, dataset and classes, the reference arm's budget, the ladder's top
-    rungs."""
+    """The scale the study runs at, in words, read from the resolved configuration and the datasets'
+    manifests: image size, the datasets the studies train on and their classes, the reference arm's
+    budget, the ladder's top rungs."""
     file, condition = REFERENCE_ARM
     default = json.loads(Path(resolved_root, f"{file}.json").read_text())["conditions"][condition]
     size = json.loads(Path(resolved_root, "data.json").read_text())["image_size"]
-    classes = len(json.loads(Path(data_root, f"{default['dataset']}.json").read_text())["classes"])
+    trained = [json.loads(p.read_text())["conditions"].values() for p in Path(resolved_root, "pretrain").glob("*.json")]
+    datasets = sorted({c["dataset"] for study in trained for c in study}, key=lambda d: d != default["dataset"])
+    classes = {d: len(json.loads(Path(data_root, f"{d}.json").read_text())["classes"]) for d in datasets}
     conditions = json.loads(Path(resolved_root, "conditions.json").read_text())["conditions"].values()
     top = max(c["rungs"][-1] for c in conditions)
-    return (f"in miniature on a CPU: synthetic {size}x{size} images ({default['dataset']}, {classes} classes) and "
-            f"handwritten digits, a three-layer CNN, {default['steps']} steps of {default['batch']} images, ladder "
-            f"claims up to {top:,} steps")
+    return (f"in miniature on a CPU: synthetic {size}x{size} images "
+            f"({'; '.join(f'{d}, {n} classes' for d, n in classes.items())}), a three-layer CNN, "
+            f"{default['steps']:,} steps of {default['batch']} images, ladder claims up to {top:,} steps")
 
 
 def claim_links(entry, link):

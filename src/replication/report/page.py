@@ -273,6 +273,8 @@ def claim_details(claim, shared):
     lines = contrast_lines(claim)
     rows.append(("ours", "<br>".join(lines) if lines else esc(rc.our_value(claim))))
     primary = claim.get("primary") or {}
+    if primary and claim.get("named_rung") is not None:
+        primary = {**primary, "rung": claim["named_rung"]}
     if primary:
         rows.append(("primary analysis", esc(", ".join(f"{k} {v}" for k, v in primary.items()))))
     if claim.get("ladder"):
