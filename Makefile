@@ -76,6 +76,7 @@ bench: setup
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/pipeline.py
 	$(BIN)/python benchmarks/evaluation.py
+	$(BIN)/python benchmarks/evaluation_cost.py
 	$(BIN)/python -m tools.readme
 
 # Debian's chromium, for the test that opens the report in a real browser (needs root and apt).

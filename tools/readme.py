@@ -131,6 +131,14 @@ def benchmarks_block():
         rows.append((f"SimCLR step, batch {b['batch']}, channels_last, {b['threads']} thread: bfloat16 autocast / "
                      f"float32 speed (native bf16: {native})", f"{b['bf16_ms']:.0f} vs {b['float32_ms']:.0f} ms",
                      f"{b['speedup']:.2f}x", b))
+    e = _load("reports/benchmarks/evaluation_cost.json")
+    if e:
+        parts = e["parts_s"]
+        rows.append((f"one run's evaluation (checkpoints at steps {', '.join(map(str, e['steps']))}), 1 thread: with "
+                     "forward passes under bf16 autocast and tolerances from class sums / today",
+                     f"{e['total_s'] * e['projected_over_today']:.1f} vs {e['total_s']:.1f} s (forward passes "
+                     f"{parts['forward passes']:.1f} s, probe fitting {parts['probe fitting']:.1f} s)",
+                     f"{e['projected_over_today']:.2f}x", e))
     p = _load("reports/benchmarks/pipeline.json")
     for r in (p or {}).get("rows", []):
         share = f"{r['seconds_in_dvc'] / r['seconds']:.1%} in DVC" if r["seconds_in_dvc"] is not None else "n/a"
