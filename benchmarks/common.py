@@ -57,6 +57,20 @@ def header(title):
     print(f"# {title}\n# {machine()}; torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
 
 
+def run_args(argv, doc):
+    """--steps and --repeats for a benchmark that evaluates a short run of the default arm; one torch
+    thread, as evaluate@ runs."""
+    import argparse
+
+    import torch
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    return args
+
+
 def step_args(argv, doc, batch):
     """--threads and --batch for a benchmark of one training step; sets the thread count and seed."""
     import argparse

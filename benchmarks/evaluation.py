@@ -11,7 +11,6 @@ the full-label one included), evaluated with the study's probes (resolved/evalua
 glyphs100. "before" is src/contrastive/evaluate.py as of BASE, loaded from git.
 Writes reports/benchmarks/evaluation.json.
 """
-import argparse
 import importlib.util
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from common import alternate, header, record
+from common import alternate, header, record, run_args
 from replication.run import evaluate as run_evaluate
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
 from replication.run.train import save_run, train_run
@@ -55,11 +54,7 @@ def evaluator(module, record_path, config, data_settings, root):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    args = run_args(argv, __doc__)
     header("Evaluation of one run's checkpoints: after / before (shared tolerances)")
     import contrastive.evaluate as after
     before = module_at(BASE, "src/contrastive/evaluate.py", "contrastive.evaluate_before")

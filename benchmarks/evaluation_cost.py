@@ -18,7 +18,6 @@ exact in float64) instead of the n x n similarity matrix. The projection replace
 their cheaper versions; the probes' fitting stays, so it bounds what any evaluation that keeps every
 probe can save. Writes reports/benchmarks/evaluation_cost.json.
 """
-import argparse
 import collections
 import tempfile
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 import torch
 
 import contrastive.evaluate as ev
-from common import alternate, header, record
+from common import alternate, header, record, run_args
 from replication.run import evaluate as run_evaluate
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
 from replication.run.datasets import dataset_for
@@ -82,11 +81,7 @@ def embed_bf16(f, g, x):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    args = run_args(argv, __doc__)
     header("Where one run's evaluation spends its time")
     study = read_resolved("pretrain/simclr_mocov2", StudyConfig, root=ROOT)
     config = read_resolved("evaluate", EvaluateConfig, root=ROOT)
