@@ -4,6 +4,7 @@ pipeline; reports/pilot/):
     python -m tools.pilot_protocol precision [--steps 1200] [--seeds 0 1 2 3 4]
     python -m tools.pilot_protocol schedule  [--rungs 1200 2400] [--seeds 0 1]
     python -m tools.pilot_protocol losses    [--steps 1200] [--seeds 0 1]
+    python -m tools.pilot_protocol embedding [--steps 1200] [--seeds 0 1]
 
 precision: the default arm and three registered contrasts (h - z; tau 0.1 - tau 1.0; SupCon L_out - L_in,
 each on the linear probe the claim reads) trained at `steps` over the seeds, once in float32 and once
@@ -21,6 +22,10 @@ the margin triplet's margin 0.2, 0.5, 1.0), as SimCLR tuned each loss, on a pilo
 (its generator at seed PILOT_DATA_SEED: other glyphs and other images than the run's, so the choice never
 sees the data that judges it), in the run's precision. The setting with the highest mean 20-label linear
 probe on h over the seeds is the one the registered run trains.
+
+embedding: the precision pilot's arms trained in bf16 (the run's precision), each checkpoint probed on
+features from float32 forward passes and from forward passes under bfloat16 autocast (the probes in
+float32): bf16 forward passes are adopted for evaluation only under EMBEDDING_*_POINTS.
 
 Runs go to two worker processes of one torch thread each; each finished run is added to
 reports/pilot/<pilot>_runs.json at once, and a rerun skips the runs already there, so an interrupted
@@ -46,6 +51,7 @@ from contrastive.data import build_dataset
 from replication.run.config import DataParams
 from replication.run.datasets import dataset_for, save_dataset
 from replication.run.evaluate import evaluate_method, method_from_state
+from contrastive.evaluate import embed, knn_accuracy, labelled_set, linear_probe_accuracy
 from replication.run.train import train_run
 
 OUT = Path("reports/pilot")
@@ -80,9 +86,10 @@ def leaf(metrics, key):
     return metrics
 
 
-def run_one(arm, seed, steps, schedule, precision, full_labels=False, data_dir="data"):
-    """Train one arm on the datasets in `data_dir` to `steps` (checkpoints at every step in `steps`),
-    evaluate each checkpoint (full_labels: with the all-label linear probe too)."""
+def train_arm(arm, seed, steps, schedule, precision, data_dir="data"):
+    """One arm trained on the datasets in `data_dir` to steps[0] (checkpoints at every step in `steps`):
+    (its configuration, training record, states by step, training seconds, the dataset), on one torch
+    thread."""
     torch.set_num_threads(1)
     study_name, condition = ARMS.get(arm, ARMS["simclr"])       # an arm of OVERRIDES: the default's
     study = read_resolved(f"pretrain/{study_name}", StudyConfig)
@@ -92,17 +99,54 @@ def run_one(arm, seed, steps, schedule, precision, full_labels=False, data_dir="
     execution = study.execution.model_copy(update={"precision": precision})
     start = time.perf_counter()
     record, states = train_run(seed, arm, cfg, execution, study.data, data_dir)
-    train_s = time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return cfg, record, states, seconds, dataset_for(cfg.dataset, study.data, data_dir)
+
+
+def calibrated(cfg, record, state, data, bn):
+    """The method of a checkpoint with its BatchNorm statistics re-estimated as evaluate@ does."""
+    method = method_from_state(cfg, state, record["n_data"], record["n_classes"])
+    recalibrate_bn([method.f, method.g], data["x_train"], bn.bn_batches, bn.bn_batch_size)
+    return method
+
+
+def run_one(arm, seed, steps, schedule, precision, full_labels=False, data_dir="data"):
+    """Train one arm on the datasets in `data_dir` to `steps` (checkpoints at every step in `steps`),
+    evaluate each checkpoint (full_labels: with the all-label linear probe too)."""
+    cfg, record, states, train_s, data = train_arm(arm, seed, steps, schedule, precision, data_dir)
     ev = read_resolved("evaluate", EvaluateConfig)
-    data = dataset_for(cfg.dataset, study.data, data_dir)
     at = {}
     for step in steps:
-        method = method_from_state(cfg, states[step], record["n_data"], record["n_classes"])
-        recalibrate_bn([method.f, method.g], data["x_train"], ev.control.bn_batches, ev.control.bn_batch_size)
+        method = calibrated(cfg, record, states[step], data, ev.control)
         metrics = evaluate_method(method, cfg, data, ev.evaluate, seed, budget=full_labels)
         at[str(step)] = {"h": metrics["h"], "z": metrics["z"]}
     return {"arm": arm, "seed": seed, "schedule": schedule, "precision": precision, "status": record["status"],
             "steps": list(steps), "train_s": round(train_s, 1), "loss_curve": record["loss_curve"], "at": at}
+
+
+def embedding_one(arm, seed, steps, schedule, precision):
+    """Train one arm to steps[0] and probe its checkpoint on two sets of features of the same images:
+    the forward passes in float32 (as evaluate@ computes them) and under bfloat16 autocast; the 20-label
+    linear probe and the kNN classifier on h and z, fitted in float32 on each. Seconds of the forward
+    passes of each."""
+    cfg, record, states, train_s, data = train_arm(arm, seed, steps, schedule, precision)
+    ev = read_resolved("evaluate", EvaluateConfig)
+    p = ev.evaluate
+    method = calibrated(cfg, record, states[steps[0]], data, ev.control)
+    x_lab, y_lab = labelled_set(data["x_train"], data["y_train"], p)
+    x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
+    probe = dict(steps=p.probe_steps, lr=p.probe_lr, l2=p.probe_l2, standardize=p.probe_standardize)
+    out = {}
+    for features in ("fp32", "bf16"):
+        start = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=features == "bf16"):
+            lab, test = embed(method.f, method.g, x_lab, chunk=1000), embed(method.f, method.g, x_test, chunk=1000)
+        out[features] = {"forward_s": time.perf_counter() - start}
+        for i, name in enumerate(("h", "z")):
+            out[features][name] = {"linear": linear_probe_accuracy(lab[i], y_lab, test[i], y_test, **probe),
+                                   "knn": knn_accuracy(lab[i], y_lab, test[i], y_test, k=p.knn_k)}
+    return {"arm": arm, "seed": seed, "schedule": schedule, "precision": precision, "status": record["status"],
+            "steps": list(steps), "train_s": round(train_s, 1), "features": out}
 
 
 def run_key(task):
@@ -110,14 +154,14 @@ def run_key(task):
     return f"{arm}|{seed}|{'-'.join(map(str, steps))}|{schedule}|{precision}"
 
 
-def run_all(tasks, path, workers=2):
-    """Every task's run, the ones already in `path` kept, each new one written as it finishes."""
+def run_all(tasks, path, workers=2, run=run_one):
+    """Every task's `run`, the ones already in `path` kept, each new one written as it finishes."""
     done = read_json(path) if path.exists() else {}
     todo = [t for t in tasks if run_key(t) not in done]
     print(f"{len(tasks) - len(todo)} runs already in {path}, {len(todo)} to go", flush=True)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(run_one, *task): task for task in todo}
+        futures = {pool.submit(run, *task): task for task in todo}
         for future in as_completed(futures):
             done[run_key(futures[future])] = future.result()
             write_json(path, done)
@@ -225,6 +269,54 @@ def schedule_markdown(out):
     return "\n".join(lines)
 
 
+# the embedding pilot's rule, fixed before its runs: every probe of every checkpoint within this many
+# points of its float32 value, and every contrast within this many points of its float32 effect
+EMBEDDING_PROBE_POINTS, EMBEDDING_CONTRAST_POINTS = 1.0, 0.5
+
+
+def embedding_pilot(args):
+    tasks = [(arm, seed, (args.steps,), "constant", "bf16") for arm in ARMS for seed in args.seeds]
+    runs = run_all(tasks, OUT / "embedding_runs.json", run=embedding_one)
+    value = {(r["arm"], r["seed"], f): r["features"][f] for r in runs for f in ("fp32", "bf16")}
+    moves = [100 * abs(r["features"]["bf16"][e][probe] - r["features"]["fp32"][e][probe])
+             for r in runs for e in ("h", "z") for probe in ("linear", "knn")]
+    contrasts = {}
+    for name, ((arm_a, key_a), (arm_b, key_b)) in CONTRASTS.items():
+        row = {f: [100 * (leaf(value[arm_a, s, f], key_a) - leaf(value[arm_b, s, f], key_b)) for s in args.seeds]
+               for f in ("fp32", "bf16")}
+        row["moved_points"] = float(np.mean(row["bf16"]) - np.mean(row["fp32"]))
+        contrasts[name] = row
+    forward = {f: sum(r["features"][f]["forward_s"] for r in runs) for f in ("fp32", "bf16")}
+    out = {"pilot": "embedding", "steps": args.steps, "seeds": args.seeds, "training": "bf16", "cpu": cpu_model(),
+           "threads": 1, "workers": 2, "largest_probe_move_points": max(moves),
+           "mean_probe_move_points": float(np.mean(moves)), "contrasts": contrasts, "forward_seconds": forward,
+           "bf16_over_fp32_forward": forward["bf16"] / forward["fp32"],
+           "adopt_bf16_forward_passes": max(moves) < EMBEDDING_PROBE_POINTS and
+           all(abs(c["moved_points"]) < EMBEDDING_CONTRAST_POINTS for c in contrasts.values())}
+    publish("embedding", out, embedding_markdown(out))
+
+
+def embedding_markdown(out):
+    per_seed = lambda xs: ", ".join(f"{x:+.2f}" for x in xs)
+    lines = ["# Pilot: the evaluation's forward passes under bfloat16 autocast", "",
+             f"Each arm trained {out['steps']} steps in {out['training']} (seeds {out['seeds']}, glyphs100, "
+             f"{out['cpu']}, one thread per run, two at a time); its checkpoint, BatchNorm calibrated, probed twice on "
+             "the same images: features from float32 forward passes (as evaluate@ computes them) and from forward "
+             "passes under bfloat16 autocast, every probe fitted in float32. Probes: the 20-label linear probe and "
+             "kNN, on h and on z.", "",
+             "| contrast | fp32, per seed (points) | bf16 features, per seed | moved |", "|---|---|---|---|"]
+    for name, c in out["contrasts"].items():
+        lines.append(f"| {name} | {per_seed(c['fp32'])} | {per_seed(c['bf16'])} | {c['moved_points']:+.2f} |")
+    lines += ["", f"Largest change of one probe on one checkpoint: {out['largest_probe_move_points']:.2f} points (mean "
+              f"{out['mean_probe_move_points']:.2f}). Forward passes: {out['forward_seconds']['bf16']:.0f} s under "
+              f"bf16 against {out['forward_seconds']['fp32']:.0f} s in fp32 ({out['bf16_over_fp32_forward']:.2f}x).", "",
+              f"Decision rule (fixed before the runs): bf16 forward passes are adopted for evaluation only if every "
+              f"probe of every checkpoint moves by less than {EMBEDDING_PROBE_POINTS:g} point and every contrast by "
+              f"less than {EMBEDDING_CONTRAST_POINTS:g} points. Adopt: **{'yes' if out['adopt_bf16_forward_passes'] else 'no'}**"
+              " (for the next registered run: run 2 was evaluated in fp32).", ""]
+    return "\n".join(lines)
+
+
 def pilot_data():
     """glyphs100 drawn at PILOT_DATA_SEED into PILOT_DATA (made once): the loss pilot's data."""
     if not (PILOT_DATA / "glyphs100.pt").exists():
@@ -281,9 +373,13 @@ def main(argv=None):
     losses = sub.add_parser("losses")
     losses.add_argument("--steps", type=int, default=1200)
     losses.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    embedding = sub.add_parser("embedding")
+    embedding.add_argument("--steps", type=int, default=1200)
+    embedding.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    {"precision": precision_pilot, "schedule": schedule_pilot, "losses": losses_pilot}[args.pilot](args)
+    {"precision": precision_pilot, "schedule": schedule_pilot, "losses": losses_pilot,
+     "embedding": embedding_pilot}[args.pilot](args)
 
 
 if __name__ == "__main__":
