@@ -197,6 +197,11 @@ def test_the_uncalibrated_probes_use_the_labelled_and_test_sets_of_every_probe()
     assert 0 <= budget["z"]["linear_full"] <= 1 and budget["protocol"]["n_full"] == 120
     assert {"colour", "rotation", "rotation_mlp"} <= set(budget["h"])
     assert {k: v for k, v in budget["h"].items() if k in every["h"]} == every["h"]
+    cheap = evaluate_representation(f, g, data, p, 0, views, budget=True, cheap=True)
+    assert linear_probes(f, g, data, p, cheap=True) == {name: {"linear": cheap[name]["linear"]} for name in "hz"}
+    assert {name: set(cheap[name]) for name in "hz"} == {name: set(budget[name]) for name in "hz"}
+    assert "cheap" in cheap["protocol"] and "cheap" not in budget["protocol"]
+    assert cheap["h"]["tolerance"] == pytest.approx(budget["h"]["tolerance"], abs=0.01)
 
 
 @pytest.mark.parametrize("value,named", [(0, "greater than or equal to 1"), (2.0, "valid integer"),
@@ -238,3 +243,42 @@ def test_shared_tolerances_equal_the_boolean_index_means_bit_for_bit():
     expected = (s[pairs].mean().item(), (s[pairs].mean() - s[~same].mean()).item())
     assert tolerances(h, class_masks(y)) == expected
     assert tolerances(h[:3], class_masks(torch.tensor([0, 1, 2]))) == (None, None)
+
+
+def test_exact_tolerances_from_class_sums_equal_the_pair_matrix():
+    """tolerances_exact (per-class sums in float64) gives the means over every ordered pair that the
+    n x n matrix gives, to float32 rounding; None, None when no class has two samples."""
+    from contrastive.evaluate import class_masks, tolerances, tolerances_exact
+    gen = torch.Generator().manual_seed(1)
+    h = F.normalize(torch.rand(300, 16, generator=gen) + torch.eye(16)[torch.arange(300) % 16], dim=1)
+    y = torch.randint(0, 7, (300,), generator=gen)
+    assert tolerances_exact(h, y) == pytest.approx(tolerances(h, class_masks(y)), abs=1e-6)
+    assert tolerances_exact(h[:3], torch.tensor([0, 1, 2])) == (None, None)
+
+
+def test_the_written_out_probe_gradient_equals_autograds():
+    """softmax_regression_grad in float32 is the gradient autograd takes of the probe's objective."""
+    from contrastive.evaluate import softmax_regression_grad
+    gen = torch.Generator().manual_seed(2)
+    h, y = torch.randn(50, 6, generator=gen), torch.randint(0, 4, (50,), generator=gen)
+    W = torch.randn(6, 4, generator=gen, requires_grad=True)
+    b = torch.randn(4, generator=gen, requires_grad=True)
+    (F.cross_entropy(h @ W + b, y) + 0.01 * (W**2).sum()).backward()
+    dW, db = softmax_regression_grad(h, y, W.detach(), b.detach(), 0.01)
+    assert torch.allclose(dW, W.grad, atol=1e-6) and torch.allclose(db, b.grad, atol=1e-6)
+    dW16, _ = softmax_regression_grad(h, y, W.detach(), b.detach(), 0.01, torch.bfloat16)
+    assert torch.allclose(dW16, W.grad, rtol=0.05, atol=1e-3) and not torch.equal(dW16, dW)
+
+
+def test_the_bf16_probe_fits_what_the_float32_probe_fits():
+    """On separable classes both fits classify every held-out point; on overlapping ones the bf16 fit
+    lands within a point of the float32 fit."""
+    gen = torch.Generator().manual_seed(3)
+    centres = F.normalize(torch.randn(10, 16, generator=gen), dim=1)
+    for noise, within in ((0.05, 0.0), (0.6, 0.01)):
+        y = torch.randint(0, 10, (2000,), generator=gen)
+        h = F.normalize(centres[y] + noise * torch.randn(2000, 16, generator=gen), dim=1)
+        args = (h[:1000], y[:1000], h[1000:], y[1000:])
+        fp32, bf16 = linear_probe_accuracy(*args, standardize=True), linear_probe_accuracy(*args, standardize=True,
+                                                                                          bf16=True)
+        assert abs(fp32 - bf16) <= within and (noise > 0.1 or fp32 == 1.0)

@@ -5,6 +5,7 @@ pipeline; reports/pilot/):
     python -m tools.pilot_protocol schedule  [--rungs 1200 2400] [--seeds 0 1]
     python -m tools.pilot_protocol losses    [--steps 1200] [--seeds 0 1]
     python -m tools.pilot_protocol embedding [--steps 1200] [--seeds 0 1]
+    python -m tools.pilot_protocol evaluation [--steps 1200] [--seeds 0 1]
 
 precision: the default arm and three registered contrasts (h - z; tau 0.1 - tau 1.0; SupCon L_out - L_in,
 each on the linear probe the claim reads) trained at `steps` over the seeds, once in float32 and once
@@ -26,6 +27,11 @@ probe on h over the seeds is the one the registered run trains.
 embedding: the precision pilot's arms trained in bf16 (the run's precision), each checkpoint probed on
 features from float32 forward passes and from forward passes under bfloat16 autocast (the probes in
 float32): bf16 forward passes are adopted for evaluation only under EMBEDDING_*_POINTS.
+
+evaluation: the same arms, each checkpoint evaluated with every probe of the budget checkpoint twice,
+as run 2 did (float32) and cheap (contrastive.evaluate.evaluate_representation's `cheap`: bf16 forward
+passes, linear probes fitted in bf16 with the gradient written out, tolerances from class sums); the
+cheap evaluation is adopted for the next registered run only under EVALUATION_*.
 
 Runs go to two worker processes of one torch thread each; each finished run is added to
 reports/pilot/<pilot>_runs.json at once, and a rerun skips the runs already there, so an interrupted
@@ -317,6 +323,103 @@ def embedding_markdown(out):
     return "\n".join(lines)
 
 
+# the evaluation pilot's rule, fixed before its runs: every accuracy of every checkpoint within this
+# many points of its float32 value, every contrast within this many points of its float32 effect, and
+# every other metric (alignment, uniformity, the tolerances) within this much of its float32 value
+EVALUATION_ACCURACY_POINTS, EVALUATION_CONTRAST_POINTS, EVALUATION_OTHER = 1.0, 0.5, 0.01
+OTHER_METRICS = ("alignment", "uniformity", "tolerance", "tolerance_centred")
+
+
+def evaluation_one(arm, seed, steps, schedule, precision):
+    """Train one arm to steps[0] and evaluate its checkpoint (every probe the budget gets) as run 2 did
+    and cheap, on the same calibrated encoder; each one's metrics and seconds."""
+    cfg, record, states, train_s, data = train_arm(arm, seed, steps, schedule, precision)
+    ev = read_resolved("evaluate", EvaluateConfig)
+    method = calibrated(cfg, record, states[steps[0]], data, ev.control)
+    out = {}
+    for mode in ("float32", "cheap"):
+        start = time.perf_counter()
+        metrics = evaluate_method(method, cfg, data, ev.evaluate, seed, budget=True, cheap=mode == "cheap")
+        out[mode] = {"seconds": time.perf_counter() - start, "h": metrics["h"], "z": metrics["z"],
+                     "contrastive_top1": metrics["contrastive_top1"]}
+    return {"arm": arm, "seed": seed, "schedule": schedule, "precision": precision, "status": record["status"],
+            "steps": list(steps), "train_s": round(train_s, 1), "evaluations": out}
+
+
+def evaluation_moves(run):
+    """(accuracy moves in points, other metrics' moves) of one run: cheap minus float32, absolute."""
+    today, cheap = run["evaluations"]["float32"], run["evaluations"]["cheap"]
+    accuracy = {"contrastive_top1": 100 * abs(cheap["contrastive_top1"] - today["contrastive_top1"])}
+    other = {}
+    for e in ("h", "z"):
+        for metric, value in today[e].items():
+            moved = abs(cheap[e][metric] - value)
+            if metric in OTHER_METRICS:
+                other[f"{e}.{metric}"] = moved
+            else:
+                accuracy[f"{e}.{metric}"] = 100 * moved
+    return accuracy, other
+
+
+def evaluation_pilot(args):
+    tasks = [(arm, seed, (args.steps,), "constant", "bf16") for arm in ARMS for seed in args.seeds]
+    runs = run_all(tasks, OUT / "evaluation_runs.json", run=evaluation_one)
+    value = {(r["arm"], r["seed"], mode): r["evaluations"][mode] for r in runs for mode in ("float32", "cheap")}
+    largest_accuracy, largest_other = {}, {}
+    for run in runs:
+        accuracy, other = evaluation_moves(run)
+        for largest, moves in ((largest_accuracy, accuracy), (largest_other, other)):
+            for key, moved in moves.items():
+                largest[key] = max(largest.get(key, 0.0), moved)
+    contrasts = {}
+    for name, ((arm_a, key_a), (arm_b, key_b)) in CONTRASTS.items():
+        row = {mode: [100 * (leaf(value[arm_a, s, mode], key_a) - leaf(value[arm_b, s, mode], key_b))
+                      for s in args.seeds] for mode in ("float32", "cheap")}
+        row["moved_points"] = float(np.mean(row["cheap"]) - np.mean(row["float32"]))
+        contrasts[name] = row
+    seconds = {mode: sum(r["evaluations"][mode]["seconds"] for r in runs) for mode in ("float32", "cheap")}
+    out = {"pilot": "evaluation", "steps": args.steps, "seeds": args.seeds, "training": "bf16", "cpu": cpu_model(),
+           "threads": 1, "workers": 2, "largest_accuracy_move_points": largest_accuracy,
+           "largest_other_move": largest_other, "contrasts": contrasts, "evaluation_seconds": seconds,
+           "cheap_over_float32": seconds["cheap"] / seconds["float32"],
+           "adopt_cheap_evaluation": max(largest_accuracy.values()) < EVALUATION_ACCURACY_POINTS
+           and max(largest_other.values()) < EVALUATION_OTHER
+           and all(abs(c["moved_points"]) < EVALUATION_CONTRAST_POINTS for c in contrasts.values())}
+    publish("evaluation", out, evaluation_markdown(out))
+
+
+def evaluation_markdown(out):
+    per_seed = lambda xs: ", ".join(f"{x:+.2f}" for x in xs)
+    lines = ["# Pilot: the cheap evaluation against the float32 evaluation", "",
+             f"Each arm trained {out['steps']} steps in {out['training']} (seeds {out['seeds']}, glyphs100, "
+             f"{out['cpu']}, one thread per run, two at a time); its checkpoint, BatchNorm calibrated, evaluated "
+             "with every probe the budget checkpoint gets, twice: as run 2 did (float32) and cheap (forward passes "
+             "under bfloat16 autocast, linear probes fitted in bfloat16 with the gradient written out, tolerances "
+             "from class sums; the MLP probe and the kNN classifiers as they are).", "",
+             "| contrast | float32, per seed (points) | cheap, per seed | moved |", "|---|---|---|---|"]
+    for name, c in out["contrasts"].items():
+        lines.append(f"| {name} | {per_seed(c['float32'])} | {per_seed(c['cheap'])} | {c['moved_points']:+.2f} |")
+    lines += ["", "| accuracy (h and z) | largest move over the checkpoints (points) |", "|---|---|"]
+    for key, moved in sorted(out["largest_accuracy_move_points"].items()):
+        lines.append(f"| {key} | {moved:.2f} |")
+    lines += ["", "| other metric | largest move |", "|---|---|"]
+    for key, moved in sorted(out["largest_other_move"].items()):
+        lines.append(f"| {key} | {moved:.4f} |")
+    lines += ["", f"Evaluation of these checkpoints: {out['evaluation_seconds']['cheap']:.0f} s cheap against "
+              f"{out['evaluation_seconds']['float32']:.0f} s in float32 ({out['cheap_over_float32']:.2f}x; "
+              "benchmarks/evaluation_cost.py times a whole run's evaluation alone).", "",
+              f"Decision rule (fixed before the runs): the cheap evaluation is adopted only if every accuracy of "
+              f"every checkpoint moves by less than {EVALUATION_ACCURACY_POINTS:g} point, every contrast by less "
+              f"than {EVALUATION_CONTRAST_POINTS:g} points and every other metric by less than "
+              f"{EVALUATION_OTHER:g}. Adopt: **{'yes' if out['adopt_cheap_evaluation'] else 'no'}** (for the "
+              "next registered run: run 2 was evaluated in float32).", ""]
+    failing = [f"{key} ({moved:.2f} points)" for key, moved in sorted(out["largest_accuracy_move_points"].items())
+               if moved >= EVALUATION_ACCURACY_POINTS]
+    if failing:
+        lines += [f"Accuracies beyond the rule: {', '.join(failing)}.", ""]
+    return "\n".join(lines)
+
+
 def pilot_data():
     """glyphs100 drawn at PILOT_DATA_SEED into PILOT_DATA (made once): the loss pilot's data."""
     if not (PILOT_DATA / "glyphs100.pt").exists():
@@ -376,10 +479,13 @@ def main(argv=None):
     embedding = sub.add_parser("embedding")
     embedding.add_argument("--steps", type=int, default=1200)
     embedding.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    evaluation = sub.add_parser("evaluation")
+    evaluation.add_argument("--steps", type=int, default=1200)
+    evaluation.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     {"precision": precision_pilot, "schedule": schedule_pilot, "losses": losses_pilot,
-     "embedding": embedding_pilot}[args.pilot](args)
+     "embedding": embedding_pilot, "evaluation": evaluation_pilot}[args.pilot](args)
 
 
 if __name__ == "__main__":

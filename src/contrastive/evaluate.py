@@ -23,17 +23,18 @@ LABEL_DRAW_SEED = 6_000_001     # the balanced labelled set: one draw, the same 
 
 
 @torch.no_grad()
-def embed(f, g, x, chunk=None):
-    """l2-normalised (h, z) of images x in eval mode, on the CPU; chunk splits a large x (None: one
-    batch). Runs on f's device."""
+def embed(f, g, x, chunk=None, bf16=False):
+    """l2-normalised (h, z) of images x in eval mode, in float32 on the CPU; chunk splits a large x
+    (None: one batch). Runs on f's device; bf16: the forward passes under bfloat16 autocast."""
     was_training = f.training
     f.eval(), g.eval()
     device = next(f.parameters()).device
     hs, zs = [], []
-    for part in (x.split(chunk) if chunk else [x]):
-        h = f(part.to(device)).float()
-        hs.append(F.normalize(h, dim=1).cpu())
-        zs.append(F.normalize(g(h), dim=1).float().cpu())
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        for part in (x.split(chunk) if chunk else [x]):
+            h = f(part.to(device)).float()
+            hs.append(F.normalize(h, dim=1).cpu())
+            zs.append(F.normalize(g(h), dim=1).float().cpu())
     f.train(was_training), g.train(was_training)
     return torch.cat(hs), torch.cat(zs)
 
@@ -45,23 +46,50 @@ def _standardized(h_train, h_test):
 
 
 def linear_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, l2=1e-3,
-                          standardize=False):
+                          standardize=False, bf16=False):
     """Test accuracy of softmax regression W, b fitted on (h_train, y_train):
     minimise CE(h W + b, y) + l2 ||W||^2 with full-batch Adam from W = 0, b = 0.
-    standardize: first map h -> (h - mean) / sd with the training set's statistics."""
+    standardize: first map h -> (h - mean) / sd with the training set's statistics.
+    bf16: the same fit from softmax_regression_bf16 (the cheap evaluation)."""
     if standardize:
         h_train, h_test = _standardized(h_train, h_test)
     n_classes = int(max(y_train.max(), y_test.max())) + 1
-    with torch.enable_grad():
-        W = torch.zeros(h_train.shape[1], n_classes, requires_grad=True)
-        b = torch.zeros(n_classes, requires_grad=True)
-        opt = torch.optim.Adam([W, b], lr=lr)
-        for _ in range(steps):
-            opt.zero_grad()
-            (F.cross_entropy(h_train @ W + b, y_train) + l2 * (W**2).sum()).backward()
-            opt.step()
+    if bf16:
+        W, b = softmax_regression_bf16(h_train, y_train, n_classes, steps, lr, l2)
+    else:
+        with torch.enable_grad():
+            W = torch.zeros(h_train.shape[1], n_classes, requires_grad=True)
+            b = torch.zeros(n_classes, requires_grad=True)
+            opt = torch.optim.Adam([W, b], lr=lr)
+            for _ in range(steps):
+                opt.zero_grad()
+                (F.cross_entropy(h_train @ W + b, y_train) + l2 * (W**2).sum()).backward()
+                opt.step()
     with torch.no_grad():
         return ((h_test @ W + b).argmax(1) == y_test).float().mean().item()
+
+
+def softmax_regression_grad(h, y, W, b, l2, dtype=torch.float32):
+    """Gradient of CE(h W + b, y) + l2 ||W||^2 written out, the two products with h in `dtype`
+    (float32 results): with G = (softmax(h W + b) - onehot(y)) / n,
+    dW = h^T G + 2 l2 W and db = sum_i G_i."""
+    G = torch.softmax((h.to(dtype) @ W.to(dtype)).float() + b, dim=1)
+    G[torch.arange(len(y)), y] -= 1
+    G /= len(y)
+    return (h.T.to(dtype) @ G.to(dtype)).float() + 2 * l2 * W, G.sum(0)
+
+
+@torch.no_grad()
+def softmax_regression_bf16(h, y, n_classes, steps, lr, l2):
+    """W, b of linear_probe_accuracy's fit (full-batch Adam from zero) with softmax_regression_grad's
+    gradient in bfloat16: no autograd graph, and half the bytes per product."""
+    h = h.bfloat16()
+    W, b = torch.zeros(h.shape[1], n_classes), torch.zeros(n_classes)
+    opt = torch.optim.Adam([W, b], lr=lr)
+    for _ in range(steps):
+        W.grad, b.grad = softmax_regression_grad(h, y, W, b, l2, torch.bfloat16)
+        opt.step()
+    return W, b
 
 
 def mlp_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, l2=1e-3, standardize=False,
@@ -205,6 +233,23 @@ def tolerances(h, masks):
     return within.item(), (within - s.masked_select(different).mean()).item()
 
 
+def tolerances_exact(h, y):
+    """tolerances(h, class_masks(y)) without the n x n matrix, exactly, in float64: over ordered pairs
+    of distinct samples, sum_{same class} h_i . h_j = sum_c ||sum_{i in c} h_i||^2 - sum_i ||h_i||^2,
+    and the sum over all pairs likewise from the sum of every h."""
+    h = h.double()
+    counts = torch.bincount(y).double()
+    if not (counts > 1).any():
+        return None, None
+    class_sums = torch.zeros(len(counts), h.shape[1], dtype=torch.float64).index_add_(0, y, h)
+    norms = (h * h).sum()
+    same = (class_sums * class_sums).sum() - norms
+    every = h.sum(0) @ h.sum(0) - norms
+    within = same / (counts * (counts - 1)).sum()
+    different = (every - same) / (len(y) ** 2 - (counts ** 2).sum())
+    return within.item(), (within - different).item()
+
+
 def tolerance(h, y):
     """Wang & Liu's tolerance: mean cosine similarity of pairs of distinct samples of one class
     (h l2-normalised); None when no class has two samples here."""
@@ -219,16 +264,16 @@ def centred_tolerance(h, y):
 
 
 @torch.no_grad()
-def alignment_uniformity(f, g, x, gen, augment_fn):
-    """Alignment of two augmented views and uniformity of one view, on h and on z."""
+def alignment_uniformity(f, g, x, gen, augment_fn, bf16=False):
+    """Alignment of two augmented views and uniformity of one view, on h and on z (bf16: embed's)."""
     v1, v2 = augment_fn(x, gen), augment_fn(x, gen)
-    h1, z1 = embed(f, g, v1, chunk=1000)
-    h2, z2 = embed(f, g, v2, chunk=1000)
+    h1, z1 = embed(f, g, v1, chunk=1000, bf16=bf16)
+    h2, z2 = embed(f, g, v2, chunk=1000, bf16=bf16)
     return {"h": {"alignment": alignment(h1, h2).item(), "uniformity": uniformity(h1).item()},
             "z": {"alignment": alignment(z1, z2).item(), "uniformity": uniformity(z1).item()}}
 
 
-def _budget_probes(both, data, x_lab, x_views, test_feats, y_test, seed, probe):
+def _budget_probes(both, data, x_lab, x_views, test_feats, y_test, seed, probe, cheap):
     """The probes only the budget checkpoint gets: rotation (linear, MLP), colour, full labels."""
     turned = rotated(both, x_lab, x_views, torch.Generator().manual_seed(2_000_003 + seed))
     grey = greyed(both, x_lab, x_views, torch.Generator().manual_seed(5_000_011 + seed))
@@ -237,10 +282,11 @@ def _budget_probes(both, data, x_lab, x_views, test_feats, y_test, seed, probe):
     for pick, name in ((0, "h"), (1, "z")):
         turned_feat = (turned[0][pick], turned[1], turned[2][pick], turned[3])
         out[name] = {
-            "rotation": linear_probe_accuracy(*turned_feat, **probe),
+            "rotation": linear_probe_accuracy(*turned_feat, **probe, bf16=cheap),
             "rotation_mlp": mlp_probe_accuracy(*turned_feat, seed=4_000_037 + seed, **probe),
-            "colour": linear_probe_accuracy(grey[0][pick], grey[1], grey[2][pick], grey[3], **probe),
-            "linear_full": linear_probe_accuracy(train_all[pick], data["y_train"], test_feats[pick], y_test, **probe),
+            "colour": linear_probe_accuracy(grey[0][pick], grey[1], grey[2][pick], grey[3], **probe, bf16=cheap),
+            "linear_full": linear_probe_accuracy(train_all[pick], data["y_train"], test_feats[pick], y_test, **probe,
+                                                 bf16=cheap),
         }
     return out
 
@@ -249,7 +295,11 @@ def _probe_settings(p):
     return dict(steps=p.probe_steps, lr=p.probe_lr, l2=p.probe_l2, standardize=p.probe_standardize)
 
 
-def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False):
+CHEAP = ("forward passes under bfloat16 autocast; linear probes fitted with the gradient written out in bfloat16; "
+         "tolerances from class sums")
+
+
+def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap=False):
     """Every frozen-feature metric of one pretrained encoder, on h and on z.
 
     Labelled set: labelled_set (p.labels_per_class of each class, or the first p.n_labelled);
@@ -261,21 +311,25 @@ def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False):
     transformed and tested on the first p.n_views test images, and the linear probe fitted on every
     training image (`linear_full`). `seed` fixes the rotations, grayscale halves, views and MLP
     initialisation drawn here.
+    cheap: the evaluation piloted for the next registered run (tools/pilot_protocol.py evaluation):
+    forward passes under bfloat16 autocast, the linear probes fitted by softmax_regression_bf16, the
+    tolerances from class sums (tolerances_exact); the MLP probe and the kNN classifiers as they are.
+    False (run 2's evaluation): everything in float32.
     """
     gen = torch.Generator().manual_seed(1_000_003 + seed)
-    both = lambda x: embed(f, g, x, chunk=1000)                 # (h, z): the probes on h and z share images
+    both = lambda x: embed(f, g, x, chunk=1000, bf16=cheap)     # (h, z): the probes on h and z share images
     x_lab, y_lab = labelled_set(data["x_train"], data["y_train"], p)
     x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
     x_views = x_test[:p.n_views]
     h_lab, z_lab = both(x_lab)
     h_test, z_test = both(x_test)
     probe = _probe_settings(p)
-    out = alignment_uniformity(f, g, x_views, gen, augment_fn)
-    masks = class_masks(y_test)                                 # the test set's class pairs, for h and z
+    out = alignment_uniformity(f, g, x_views, gen, augment_fn, bf16=cheap)
+    masks = None if cheap else class_masks(y_test)              # the test set's class pairs, for h and z
     for pick, name, train_feat, test_feat in ((0, "h", h_lab, h_test), (1, "z", z_lab, z_test)):
-        within, centred = tolerances(test_feat, masks)
+        within, centred = tolerances_exact(test_feat, y_test) if cheap else tolerances(test_feat, masks)
         out[name].update({
-            "linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe),
+            "linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe, bf16=cheap),
             "knn": knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.knn_k),
             "knn_centred": centred_knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.knn_k),
             "wknn": weighted_knn_accuracy(train_feat, y_lab, test_feat, y_test, k=p.wknn_k, T=p.wknn_t),
@@ -283,7 +337,7 @@ def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False):
             "tolerance_centred": centred,
         })
     if budget:
-        out_budget = _budget_probes(both, data, x_lab, x_views, (h_test, z_test), y_test, seed, probe)
+        out_budget = _budget_probes(both, data, x_lab, x_views, (h_test, z_test), y_test, seed, probe, cheap)
         for name in ("h", "z"):
             out[name].update(out_budget[name])
     out["protocol"] = {"features": "l2-normalised, eval-mode BN", "n_labelled": len(y_lab),
@@ -292,17 +346,20 @@ def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False):
                        "wknn": {"k": p.wknn_k, "T": p.wknn_t},
                        "colour": "linear probe: grayscale (channel mean) or not, half of each set",
                        "n_views": len(x_views), "n_full": len(data["y_train"]) if budget else None}
+    if cheap:
+        out["protocol"]["cheap"] = CHEAP
     return out
 
 
-def linear_probes(f, g, data, p):
+def linear_probes(f, g, data, p, cheap=False):
     """The linear probe on h and on z alone, with evaluate_representation's labelled and test
-    sets: {"h": {"linear": ...}, "z": {"linear": ...}}."""
+    sets (and its `cheap`): {"h": {"linear": ...}, "z": {"linear": ...}}."""
     x_lab, y_lab = labelled_set(data["x_train"], data["y_train"], p)
     x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
-    (h_lab, z_lab), (h_test, z_test) = embed(f, g, x_lab, chunk=1000), embed(f, g, x_test, chunk=1000)
+    h_lab, z_lab = embed(f, g, x_lab, chunk=1000, bf16=cheap)
+    h_test, z_test = embed(f, g, x_test, chunk=1000, bf16=cheap)
     probe = _probe_settings(p)
-    return {name: {"linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe)}
+    return {name: {"linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe, bf16=cheap)}
             for name, train_feat, test_feat in (("h", h_lab, h_test), ("z", z_lab, z_test))}
 
 

@@ -31,12 +31,13 @@ class CheckpointError(Exception):
     """A run's checkpoint is missing or does not match the sha256 recorded in its training record."""
 
 
-def evaluate_method(method, cfg, data, eval_params, seed, budget=False):
-    """Every frozen-feature metric of a method's encoder (budget: with the probes only the budget gets),
-    and how often it solves its pretext task. Draws only from generators seeded here, never from the
-    training generator."""
+def evaluate_method(method, cfg, data, eval_params, seed, budget=False, cheap=False):
+    """Every frozen-feature metric of a method's encoder (budget: with the probes only the budget gets;
+    cheap: evaluate_representation's), and how often it solves its pretext task. Draws only from
+    generators seeded here, never from the training generator."""
     views = lambda x, gen: augment(x, gen, **augment_options(cfg))     # the views the run trained on
-    evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views, budget=budget)
+    evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views, budget=budget,
+                                         cheap=cheap)
     evaluation["contrastive_top1"] = contrastive_top1(method, data["x_test"][:512], seed, views, cfg.normalize)
     return evaluation
 
@@ -69,9 +70,10 @@ def load_checkpoint(checkpoint, record_path, root="."):
     return torch.load(path, weights_only=True, map_location="cpu")
 
 
-def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", root="."):
+def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", root=".", cheap=False):
     """Evaluate every checkpoint of one training record, BatchNorm calibrated first (the uncalibrated
-    linear probes of the control and the budget kept); returns the evaluation record (above). A run
+    linear probes of the control and the budget kept; cheap: evaluate_representation's, which run 2
+    did not use); returns the evaluation record (above). A run
     that stopped early (diverged, collapsed) has checkpoints only at the rungs it reached before the
     stop, so its later rungs, and `eval` if the budget is one of them, are missing."""
     record = read_json(Path(root, record_path))
@@ -87,9 +89,10 @@ def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", r
             state = load_checkpoint(checkpoint, record_path, root)
             method = method_from_state(cfg, state, record["n_data"], record["n_classes"]).to(device)
             if step in (0, cfg.steps):
-                uncalibrated[step] = linear_probes(method.f, method.g, data, probes)
+                uncalibrated[step] = linear_probes(method.f, method.g, data, probes, cheap)
             recalibrate_bn([method.f, method.g], data["x_train"], bn.bn_batches, bn.bn_batch_size)
-            by_step[step] = evaluate_method(method, cfg, data, probes, record["seed"], budget=step == cfg.steps)
+            by_step[step] = evaluate_method(method, cfg, data, probes, record["seed"], budget=step == cfg.steps,
+                                            cheap=cheap)
     return {"condition": record["condition"], "seed": record["seed"], "status": record["status"],
             "reason": record["reason"], "rungs": sorted(by_step), "control": by_step.get(0),
             "eval": by_step.get(cfg.steps), "at": {str(step): metrics for step, metrics in sorted(by_step.items())},
