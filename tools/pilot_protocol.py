@@ -275,6 +275,22 @@ def schedule_markdown(out):
     return "\n".join(lines)
 
 
+def contrast_moves(value, seeds, before, after):
+    """Each of CONTRASTS per seed in points, measured `before` and `after` (value: (arm, seed, mode) ->
+    metrics), with the move of its mean."""
+    contrasts = {}
+    for name, ((arm_a, key_a), (arm_b, key_b)) in CONTRASTS.items():
+        row = {mode: [100 * (leaf(value[arm_a, s, mode], key_a) - leaf(value[arm_b, s, mode], key_b)) for s in seeds]
+               for mode in (before, after)}
+        row["moved_points"] = float(np.mean(row[after]) - np.mean(row[before]))
+        contrasts[name] = row
+    return contrasts
+
+
+def signed(points):
+    return ", ".join(f"{x:+.2f}" for x in points)
+
+
 # the embedding pilot's rule, fixed before its runs: every probe of every checkpoint within this many
 # points of its float32 value, and every contrast within this many points of its float32 effect
 EMBEDDING_PROBE_POINTS, EMBEDDING_CONTRAST_POINTS = 1.0, 0.5
@@ -286,12 +302,7 @@ def embedding_pilot(args):
     value = {(r["arm"], r["seed"], f): r["features"][f] for r in runs for f in ("fp32", "bf16")}
     moves = [100 * abs(r["features"]["bf16"][e][probe] - r["features"]["fp32"][e][probe])
              for r in runs for e in ("h", "z") for probe in ("linear", "knn")]
-    contrasts = {}
-    for name, ((arm_a, key_a), (arm_b, key_b)) in CONTRASTS.items():
-        row = {f: [100 * (leaf(value[arm_a, s, f], key_a) - leaf(value[arm_b, s, f], key_b)) for s in args.seeds]
-               for f in ("fp32", "bf16")}
-        row["moved_points"] = float(np.mean(row["bf16"]) - np.mean(row["fp32"]))
-        contrasts[name] = row
+    contrasts = contrast_moves(value, args.seeds, "fp32", "bf16")
     forward = {f: sum(r["features"][f]["forward_s"] for r in runs) for f in ("fp32", "bf16")}
     out = {"pilot": "embedding", "steps": args.steps, "seeds": args.seeds, "training": "bf16", "cpu": cpu_model(),
            "threads": 1, "workers": 2, "largest_probe_move_points": max(moves),
@@ -303,7 +314,6 @@ def embedding_pilot(args):
 
 
 def embedding_markdown(out):
-    per_seed = lambda xs: ", ".join(f"{x:+.2f}" for x in xs)
     lines = ["# Pilot: the evaluation's forward passes under bfloat16 autocast", "",
              f"Each arm trained {out['steps']} steps in {out['training']} (seeds {out['seeds']}, glyphs100, "
              f"{out['cpu']}, one thread per run, two at a time); its checkpoint, BatchNorm calibrated, probed twice on "
@@ -312,7 +322,7 @@ def embedding_markdown(out):
              "kNN, on h and on z.", "",
              "| contrast | fp32, per seed (points) | bf16 features, per seed | moved |", "|---|---|---|---|"]
     for name, c in out["contrasts"].items():
-        lines.append(f"| {name} | {per_seed(c['fp32'])} | {per_seed(c['bf16'])} | {c['moved_points']:+.2f} |")
+        lines.append(f"| {name} | {signed(c['fp32'])} | {signed(c['bf16'])} | {c['moved_points']:+.2f} |")
     lines += ["", f"Largest change of one probe on one checkpoint: {out['largest_probe_move_points']:.2f} points (mean "
               f"{out['mean_probe_move_points']:.2f}). Forward passes: {out['forward_seconds']['bf16']:.0f} s under "
               f"bf16 against {out['forward_seconds']['fp32']:.0f} s in fp32 ({out['bf16_over_fp32_forward']:.2f}x).", "",
@@ -371,12 +381,7 @@ def evaluation_pilot(args):
         for largest, moves in ((largest_accuracy, accuracy), (largest_other, other)):
             for key, moved in moves.items():
                 largest[key] = max(largest.get(key, 0.0), moved)
-    contrasts = {}
-    for name, ((arm_a, key_a), (arm_b, key_b)) in CONTRASTS.items():
-        row = {mode: [100 * (leaf(value[arm_a, s, mode], key_a) - leaf(value[arm_b, s, mode], key_b))
-                      for s in args.seeds] for mode in ("float32", "cheap")}
-        row["moved_points"] = float(np.mean(row["cheap"]) - np.mean(row["float32"]))
-        contrasts[name] = row
+    contrasts = contrast_moves(value, args.seeds, "float32", "cheap")
     seconds = {mode: sum(r["evaluations"][mode]["seconds"] for r in runs) for mode in ("float32", "cheap")}
     out = {"pilot": "evaluation", "steps": args.steps, "seeds": args.seeds, "training": "bf16", "cpu": cpu_model(),
            "threads": 1, "workers": 2, "largest_accuracy_move_points": largest_accuracy,
@@ -389,7 +394,6 @@ def evaluation_pilot(args):
 
 
 def evaluation_markdown(out):
-    per_seed = lambda xs: ", ".join(f"{x:+.2f}" for x in xs)
     lines = ["# Pilot: the cheap evaluation against the float32 evaluation", "",
              f"Each arm trained {out['steps']} steps in {out['training']} (seeds {out['seeds']}, glyphs100, "
              f"{out['cpu']}, one thread per run, two at a time); its checkpoint, BatchNorm calibrated, evaluated "
@@ -398,7 +402,7 @@ def evaluation_markdown(out):
              "from class sums; the MLP probe and the kNN classifiers as they are).", "",
              "| contrast | float32, per seed (points) | cheap, per seed | moved |", "|---|---|---|---|"]
     for name, c in out["contrasts"].items():
-        lines.append(f"| {name} | {per_seed(c['float32'])} | {per_seed(c['cheap'])} | {c['moved_points']:+.2f} |")
+        lines.append(f"| {name} | {signed(c['float32'])} | {signed(c['cheap'])} | {c['moved_points']:+.2f} |")
     lines += ["", "| accuracy (h and z) | largest move over the checkpoints (points) |", "|---|---|"]
     for key, moved in sorted(out["largest_accuracy_move_points"].items()):
         lines.append(f"| {key} | {moved:.2f} |")
