@@ -30,8 +30,9 @@ float32): bf16 forward passes are adopted for evaluation only under EMBEDDING_*_
 
 evaluation: the same arms, each checkpoint evaluated with every probe of the budget checkpoint twice,
 as run 2 did (float32) and cheap (contrastive.evaluate.evaluate_representation's `cheap`: bf16 forward
-passes, linear probes fitted in bf16 with the gradient written out, tolerances from class sums); the
-cheap evaluation is adopted for the next registered run only under EVALUATION_*.
+passes but the rotation probes', linear probes fitted in bf16 with the gradient written out, tolerances
+from class sums); the cheap evaluation is adopted for the next registered run only under EVALUATION_*.
+A first candidate, with the rotation probes on bf16 features too, is kept in evaluation_first.*.
 
 Runs go to two worker processes of one torch thread each; each finished run is added to
 reports/pilot/<pilot>_runs.json at once, and a rerun skips the runs already there, so an interrupted
@@ -398,8 +399,8 @@ def evaluation_markdown(out):
              f"Each arm trained {out['steps']} steps in {out['training']} (seeds {out['seeds']}, glyphs100, "
              f"{out['cpu']}, one thread per run, two at a time); its checkpoint, BatchNorm calibrated, evaluated "
              "with every probe the budget checkpoint gets, twice: as run 2 did (float32) and cheap (forward passes "
-             "under bfloat16 autocast, linear probes fitted in bfloat16 with the gradient written out, tolerances "
-             "from class sums; the MLP probe and the kNN classifiers as they are).", "",
+             "under bfloat16 autocast except the rotation probes', linear probes fitted in bfloat16 with the gradient "
+             "written out, tolerances from class sums; the MLP probe and the kNN classifiers as they are).", "",
              "| contrast | float32, per seed (points) | cheap, per seed | moved |", "|---|---|---|---|"]
     for name, c in out["contrasts"].items():
         lines.append(f"| {name} | {signed(c['float32'])} | {signed(c['cheap'])} | {c['moved_points']:+.2f} |")
@@ -421,6 +422,14 @@ def evaluation_markdown(out):
                if moved >= EVALUATION_ACCURACY_POINTS]
     if failing:
         lines += [f"Accuracies beyond the rule: {', '.join(failing)}.", ""]
+    first = OUT / "evaluation_first.json"
+    if first.exists():
+        moved = read_json(first)["largest_accuracy_move_points"]
+        lines += [f"A first candidate also ran the rotation probes on features from bf16 forward passes; under the "
+                  f"same rule it was not adopted: the MLP rotation probe moved by up to {moved['h.rotation_mlp']:.2f} "
+                  f"points on h and {moved['z.rotation_mlp']:.2f} on z: bf16 rounding (about 0.4% of each feature) moves "
+                  "that MLP fit this far (evaluation_first.md). This candidate keeps those features in "
+                  "float32.", ""]
     return "\n".join(lines)
 
 
