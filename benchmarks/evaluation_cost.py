@@ -8,12 +8,11 @@ steps with two ladder rungs before the budget, so that its checkpoints are the s
 first registered run had: the untrained control, two rungs and the budget (with the probes only the
 budget gets). Its evaluation (replication.run.evaluate.evaluate_run, the study's probes, 1 thread) is
 timed as run 2 computed it (float32) and cheap (contrastive.evaluate.evaluate_representation's
-`cheap`: forward passes under bfloat16 autocast, linear probes fitted in bfloat16 with the gradient
-written out, the tolerances from class sums), the
-two in alternation, with each part of contrastive.evaluate clocked: the forward passes (embed), the
-probes' fitting (linear and MLP), the neighbour classifiers, the tolerances, alignment and uniformity,
-the pretext accuracy, the BatchNorm calibration and the rest. Writes
-reports/benchmarks/evaluation_cost.json.
+`cheap`: forward passes under bfloat16 autocast but the rotation probes', linear probes fitted in
+bfloat16 with the gradient written out, the tolerances from class sums), the two in alternation, with
+each part of contrastive.evaluate clocked: the forward passes (embed), the probes' fitting (linear and
+MLP), the neighbour classifiers, the tolerances, alignment and uniformity, the pretext accuracy, the
+BatchNorm calibration and the rest. Writes reports/benchmarks/evaluation_cost.json.
 """
 import collections
 import tempfile

@@ -288,8 +288,12 @@ def contrast_moves(value, seeds, before, after):
     return contrasts
 
 
-def signed(points):
-    return ", ".join(f"{x:+.2f}" for x in points)
+def contrast_table(contrasts, before, after, columns):
+    """contrast_moves' rows as Markdown table lines; columns: the headings of `before` and `after`."""
+    signed = lambda points: ", ".join(f"{x:+.2f}" for x in points)
+    return [f"| contrast | {columns[0]} | {columns[1]} | moved |", "|---|---|---|---|",
+            *(f"| {name} | {signed(c[before])} | {signed(c[after])} | {c['moved_points']:+.2f} |"
+              for name, c in contrasts.items())]
 
 
 # the embedding pilot's rule, fixed before its runs: every probe of every checkpoint within this many
@@ -321,9 +325,7 @@ def embedding_markdown(out):
              "the same images: features from float32 forward passes (as evaluate@ computes them) and from forward "
              "passes under bfloat16 autocast, every probe fitted in float32. Probes: the 20-label linear probe and "
              "kNN, on h and on z.", "",
-             "| contrast | fp32, per seed (points) | bf16 features, per seed | moved |", "|---|---|---|---|"]
-    for name, c in out["contrasts"].items():
-        lines.append(f"| {name} | {signed(c['fp32'])} | {signed(c['bf16'])} | {c['moved_points']:+.2f} |")
+             *contrast_table(out["contrasts"], "fp32", "bf16", ("fp32, per seed (points)", "bf16 features, per seed"))]
     lines += ["", f"Largest change of one probe on one checkpoint: {out['largest_probe_move_points']:.2f} points (mean "
               f"{out['mean_probe_move_points']:.2f}). Forward passes: {out['forward_seconds']['bf16']:.0f} s under "
               f"bf16 against {out['forward_seconds']['fp32']:.0f} s in fp32 ({out['bf16_over_fp32_forward']:.2f}x).", "",
@@ -401,9 +403,7 @@ def evaluation_markdown(out):
              "with every probe the budget checkpoint gets, twice: as run 2 did (float32) and cheap (forward passes "
              "under bfloat16 autocast except the rotation probes', linear probes fitted in bfloat16 with the gradient "
              "written out, tolerances from class sums; the MLP probe and the kNN classifiers as they are).", "",
-             "| contrast | float32, per seed (points) | cheap, per seed | moved |", "|---|---|---|---|"]
-    for name, c in out["contrasts"].items():
-        lines.append(f"| {name} | {signed(c['float32'])} | {signed(c['cheap'])} | {c['moved_points']:+.2f} |")
+             *contrast_table(out["contrasts"], "float32", "cheap", ("float32, per seed (points)", "cheap, per seed"))]
     lines += ["", "| accuracy (h and z) | largest move over the checkpoints (points) |", "|---|---|"]
     for key, moved in sorted(out["largest_accuracy_move_points"].items()):
         lines.append(f"| {key} | {moved:.2f} |")
