@@ -259,7 +259,8 @@ def test_exact_tolerances_from_class_sums_equal_the_pair_matrix():
 
 
 def test_the_written_out_probe_gradient_equals_autograds():
-    """softmax_regression_grad in float32 is the gradient autograd takes of the probe's objective."""
+    """softmax_regression_grad in float32 is the gradient autograd takes of the probe's objective,
+    whole or summed over blocks of rows."""
     from contrastive.evaluate import softmax_regression_grad
     gen = torch.Generator().manual_seed(2)
     h, y = torch.randn(50, 6, generator=gen), torch.randint(0, 4, (50,), generator=gen)
@@ -268,19 +269,39 @@ def test_the_written_out_probe_gradient_equals_autograds():
     (F.cross_entropy(h @ W + b, y) + 0.01 * (W**2).sum()).backward()
     dW, db = softmax_regression_grad(h, y, W.detach(), b.detach(), 0.01)
     assert torch.allclose(dW, W.grad, atol=1e-6) and torch.allclose(db, b.grad, atol=1e-6)
+    dW7, db7 = softmax_regression_grad(h, y, W.detach(), b.detach(), 0.01, block=7)     # 8 blocks, the last of 1
+    assert torch.allclose(dW7, W.grad, atol=1e-6) and torch.allclose(db7, b.grad, atol=1e-6)
     dW16, _ = softmax_regression_grad(h, y, W.detach(), b.detach(), 0.01, torch.bfloat16)
     assert torch.allclose(dW16, W.grad, rtol=0.05, atol=1e-3) and not torch.equal(dW16, dW)
 
 
 def test_the_bf16_probe_fits_what_the_float32_probe_fits():
     """On separable classes both fits classify every held-out point; on overlapping ones the bf16 fit
-    lands within a point of the float32 fit."""
+    (its gradient in two blocks here) lands within a point of the float32 fit."""
     gen = torch.Generator().manual_seed(3)
     centres = F.normalize(torch.randn(10, 16, generator=gen), dim=1)
     for noise, within in ((0.05, 0.0), (0.6, 0.01)):
-        y = torch.randint(0, 10, (2000,), generator=gen)
-        h = F.normalize(centres[y] + noise * torch.randn(2000, 16, generator=gen), dim=1)
-        args = (h[:1000], y[:1000], h[1000:], y[1000:])
+        y = torch.randint(0, 10, (4000,), generator=gen)
+        h = F.normalize(centres[y] + noise * torch.randn(4000, 16, generator=gen), dim=1)
+        args = (h[:3000], y[:3000], h[3000:], y[3000:])
         fp32, bf16 = linear_probe_accuracy(*args, standardize=True), linear_probe_accuracy(*args, standardize=True,
                                                                                           bf16=True)
         assert abs(fp32 - bf16) <= within and (noise > 0.1 or fp32 == 1.0)
+
+
+def test_eval_mode_features_do_not_depend_on_the_images_per_forward_pass():
+    """embed's chunk (CHUNK in run 2's evaluation, CHEAP_CHUNK in the cheap one) changes only the time:
+    in eval mode BatchNorm uses its running statistics, so each image's features are its own."""
+    from contrastive.evaluate import CHEAP_CHUNK, CHUNK, embed
+    from contrastive.models import make_encoder, make_head
+    torch.manual_seed(4)
+    f, g = make_encoder("cnn3"), make_head("mlp", 64)
+    with torch.no_grad():
+        f(torch.rand(64, 3, 32, 32) * 2)                       # running statistics away from 0 and 1
+    x = torch.rand(CHUNK + 100, 3, 32, 32)
+    for bf16, atol in ((False, 1e-6), (True, 1e-2)):
+        for one, other in zip(embed(f, g, x, CHUNK, bf16), embed(f, g, x, CHEAP_CHUNK, bf16)):
+            assert torch.allclose(one, other, rtol=0, atol=atol)
+    # in train mode the batch's statistics would make the chunk matter
+    f.train()
+    assert not torch.allclose(f(x[:CHEAP_CHUNK]), f(x[:CHUNK])[:CHEAP_CHUNK], atol=1e-3)

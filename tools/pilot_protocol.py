@@ -29,10 +29,11 @@ features from float32 forward passes and from forward passes under bfloat16 auto
 float32): bf16 forward passes are adopted for evaluation only under EMBEDDING_*_POINTS.
 
 evaluation: the same arms, each checkpoint evaluated with every probe of the budget checkpoint twice,
-as run 2 did (float32) and cheap (contrastive.evaluate.evaluate_representation's `cheap`: bf16 forward
-passes but the rotation probes', linear probes fitted in bf16 with the gradient written out, tolerances
-from class sums); the cheap evaluation is adopted for the next registered run only under EVALUATION_*.
-A first candidate, with the rotation probes on bf16 features too, is kept in evaluation_first.*.
+as run 2 did (float32) and cheap (contrastive.evaluate.evaluate_representation's `cheap`, described by
+contrastive.evaluate.CHEAP); the cheap evaluation is adopted for the next registered run only under
+EVALUATION_*.
+Earlier candidates are kept in evaluation_first.* (the rotation probes on bf16 features too) and
+evaluation_second.* (the linear probes' gradient unblocked, torch's unfused Adam).
 
 Runs go to two worker processes of one torch thread each; each finished run is added to
 reports/pilot/<pilot>_runs.json at once, and a rerun skips the runs already there, so an interrupted
@@ -58,7 +59,7 @@ from contrastive.data import build_dataset
 from replication.run.config import DataParams
 from replication.run.datasets import dataset_for, save_dataset
 from replication.run.evaluate import evaluate_method, method_from_state
-from contrastive.evaluate import embed, knn_accuracy, labelled_set, linear_probe_accuracy
+from contrastive.evaluate import CHEAP, CHUNK, embed, knn_accuracy, labelled_set, linear_probe_accuracy
 from replication.run.train import train_run
 
 OUT = Path("reports/pilot")
@@ -147,7 +148,7 @@ def embedding_one(arm, seed, steps, schedule, precision):
     for features in ("fp32", "bf16"):
         start = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=features == "bf16"):
-            lab, test = embed(method.f, method.g, x_lab, chunk=1000), embed(method.f, method.g, x_test, chunk=1000)
+            lab, test = embed(method.f, method.g, x_lab, CHUNK), embed(method.f, method.g, x_test, CHUNK)
         out[features] = {"forward_s": time.perf_counter() - start}
         for i, name in enumerate(("h", "z")):
             out[features][name] = {"linear": linear_probe_accuracy(lab[i], y_lab, test[i], y_test, **probe),
@@ -343,6 +344,15 @@ EVALUATION_ACCURACY_POINTS, EVALUATION_CONTRAST_POINTS, EVALUATION_OTHER = 1.0, 
 OTHER_METRICS = ("alignment", "uniformity", "tolerance", "tolerance_centred")
 
 
+# the evaluation pilot's earlier candidates (reports/pilot/<name>.*): how each differed from the latest
+EARLIER_EVALUATIONS = {
+    "evaluation_first": "the rotation probes read features from bf16 forward passes too; rounding the features to "
+                        "bf16's 8 significant bits moved the MLP rotation probe beyond the rule, so the later "
+                        "candidates keep those features in float32",
+    "evaluation_second": f"forward passes of {CHUNK:,} images (which changes no feature), the linear probes' gradient "
+                         "over every row at once and torch's unfused Adam"}
+
+
 def evaluation_one(arm, seed, steps, schedule, precision):
     """Train one arm to steps[0] and evaluate its checkpoint (every probe the budget gets) as run 2 did
     and cheap, on the same calibrated encoder; each one's metrics and seconds."""
@@ -400,9 +410,8 @@ def evaluation_markdown(out):
     lines = ["# Pilot: the cheap evaluation against the float32 evaluation", "",
              f"Each arm trained {out['steps']} steps in {out['training']} (seeds {out['seeds']}, glyphs100, "
              f"{out['cpu']}, one thread per run, two at a time); its checkpoint, BatchNorm calibrated, evaluated "
-             "with every probe the budget checkpoint gets, twice: as run 2 did (float32) and cheap (forward passes "
-             "under bfloat16 autocast except the rotation probes', linear probes fitted in bfloat16 with the gradient "
-             "written out, tolerances from class sums; the MLP probe and the kNN classifiers as they are).", "",
+             f"with every probe the budget checkpoint gets, twice: as run 2 did (float32) and cheap ({CHEAP}; the MLP "
+             "probe and the kNN classifiers as they are).", "",
              *contrast_table(out["contrasts"], "float32", "cheap", ("float32, per seed (points)", "cheap, per seed"))]
     lines += ["", "| accuracy (h and z) | largest move over the checkpoints (points) |", "|---|---|"]
     for key, moved in sorted(out["largest_accuracy_move_points"].items()):
@@ -422,14 +431,13 @@ def evaluation_markdown(out):
                if moved >= EVALUATION_ACCURACY_POINTS]
     if failing:
         lines += [f"Accuracies beyond the rule: {', '.join(failing)}.", ""]
-    first = OUT / "evaluation_first.json"
-    if first.exists():
-        moved = read_json(first)["largest_accuracy_move_points"]
-        lines += [f"A first candidate also ran the rotation probes on features from bf16 forward passes; under the "
-                  f"same rule it was not adopted: the MLP rotation probe moved by up to {moved['h.rotation_mlp']:.2f} "
-                  f"points on h and {moved['z.rotation_mlp']:.2f} on z: bf16 rounding (about 0.4% of each feature) moves "
-                  "that MLP fit this far (evaluation_first.md). This candidate keeps those features in "
-                  "float32.", ""]
+    for name, differed in EARLIER_EVALUATIONS.items():
+        if (OUT / f"{name}.json").exists():
+            earlier = read_json(OUT / f"{name}.json")
+            key, moved = max(earlier["largest_accuracy_move_points"].items(), key=lambda kv: kv[1])
+            lines += [f"Earlier candidate ({name}.md): {differed}. Under the same rule: adopt "
+                      f"**{'yes' if earlier['adopt_cheap_evaluation'] else 'no'}**; its largest accuracy move "
+                      f"{key} {moved:.2f} points; {earlier['cheap_over_float32']:.2f}x the float32 time.", ""]
     return "\n".join(lines)
 
 

@@ -135,12 +135,14 @@ def benchmarks_block():
     if e:
         parts = e["parts_s"]
         rows.append((f"one run's evaluation (checkpoints at steps {', '.join(map(str, e['steps']))}), 1 thread: cheap "
-                     "(bf16 forward passes but the rotation probes', bf16 linear probes, tolerances from class sums) / "
+                     "(bf16 forward passes of 250 images but the rotation probes', bf16 linear probes, tolerances from "
+                     "class sums) / "
                      "float32 (run 2)",
                      f"{e['cheap_s']:.1f} vs {e['float32_s']:.1f} s (forward passes "
                      f"{parts['cheap']['forward passes']:.1f} vs {parts['float32']['forward passes']:.1f} s, probe "
                      f"fitting {parts['cheap']['probe fitting']:.1f} vs {parts['float32']['probe fitting']:.1f} s)",
-                     f"{e['cheap_s'] / e['float32_s']:.2f}x", e))          # the ratio of the seconds shown
+                     f"{e['cheap_s'] / e['float32_s']:.2f}x (pairs {min(e['pair_ratios']):.2f}-"
+                     f"{max(e['pair_ratios']):.2f})", e))          # the ratio of the seconds shown
     p = _load("reports/benchmarks/pipeline.json")
     for r in (p or {}).get("rows", []):
         share = f"{r['seconds_in_dvc'] / r['seconds']:.1%} in DVC" if r["seconds_in_dvc"] is not None else "n/a"

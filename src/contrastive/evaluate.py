@@ -20,6 +20,12 @@ from .data import DataError
 from .losses import alignment, contrastive_accuracy, uniformity
 
 LABEL_DRAW_SEED = 6_000_001     # the balanced labelled set: one draw, the same for every run and rung
+# images per forward pass: 1,000 in run 2's evaluation; 250 in the cheap one, whose activations stay in
+# the CPU's caches (twice as fast on the AMD EPYC). Eval-mode features do not depend on it (a test checks).
+CHUNK, CHEAP_CHUNK = 1000, 250
+# rows per block of the cheap linear probe's gradient: a block's 2,048 x classes matrices stay in the
+# caches, where all 20,000 training images' (the full-label probe) did not
+PROBE_BLOCK = 2048
 
 
 @torch.no_grad()
@@ -69,25 +75,31 @@ def linear_probe_accuracy(h_train, y_train, h_test, y_test, steps=300, lr=0.05, 
         return ((h_test @ W + b).argmax(1) == y_test).float().mean().item()
 
 
-def softmax_regression_grad(h, y, W, b, l2, dtype=torch.float32):
+def softmax_regression_grad(h, y, W, b, l2, dtype=torch.float32, block=None):
     """Gradient of CE(h W + b, y) + l2 ||W||^2 written out, the two products with h in `dtype`
     (float32 results): with G = (softmax(h W + b) - onehot(y)) / n,
-    dW = h^T G + 2 l2 W and db = sum_i G_i."""
-    G = torch.softmax((h.to(dtype) @ W.to(dtype)).float() + b, dim=1)
-    G[torch.arange(len(y)), y] -= 1
-    G /= len(y)
-    return (h.T.to(dtype) @ G.to(dtype)).float() + 2 * l2 * W, G.sum(0)
+    dW = h^T G + 2 l2 W and db = sum_i G_i, summed over blocks of `block` rows (None: one block)."""
+    n = len(y)
+    dW, db, W_cast = 2 * l2 * W, torch.zeros_like(b), W.to(dtype)
+    for h_block, y_block in zip(h.split(block or n), y.split(block or n)):
+        G = torch.softmax((h_block.to(dtype) @ W_cast).float() + b, dim=1)
+        G[torch.arange(len(y_block)), y_block] -= 1
+        G /= n
+        dW += (h_block.T.to(dtype) @ G.to(dtype)).float()
+        db += G.sum(0)
+    return dW, db
 
 
 @torch.no_grad()
 def softmax_regression_bf16(h, y, n_classes, steps, lr, l2):
     """W, b of linear_probe_accuracy's fit (full-batch Adam from zero) with softmax_regression_grad's
-    gradient in bfloat16: no autograd graph, and half the bytes per product."""
+    gradient in bfloat16, in blocks of PROBE_BLOCK rows, and fused Adam: no autograd graph, half the
+    bytes per product, and no matrix larger than the caches."""
     h = h.bfloat16()
     W, b = torch.zeros(h.shape[1], n_classes), torch.zeros(n_classes)
-    opt = torch.optim.Adam([W, b], lr=lr)
+    opt = torch.optim.Adam([W, b], lr=lr, fused=True)
     for _ in range(steps):
-        W.grad, b.grad = softmax_regression_grad(h, y, W, b, l2, torch.bfloat16)
+        W.grad, b.grad = softmax_regression_grad(h, y, W, b, l2, torch.bfloat16, PROBE_BLOCK)
         opt.step()
     return W, b
 
@@ -264,11 +276,11 @@ def centred_tolerance(h, y):
 
 
 @torch.no_grad()
-def alignment_uniformity(f, g, x, gen, augment_fn, bf16=False):
-    """Alignment of two augmented views and uniformity of one view, on h and on z (bf16: embed's)."""
+def alignment_uniformity(f, g, x, gen, augment_fn, bf16=False, chunk=CHUNK):
+    """Alignment of two augmented views and uniformity of one view, on h and on z (bf16, chunk: embed's)."""
     v1, v2 = augment_fn(x, gen), augment_fn(x, gen)
-    h1, z1 = embed(f, g, v1, chunk=1000, bf16=bf16)
-    h2, z2 = embed(f, g, v2, chunk=1000, bf16=bf16)
+    h1, z1 = embed(f, g, v1, chunk, bf16)
+    h2, z2 = embed(f, g, v2, chunk, bf16)
     return {"h": {"alignment": alignment(h1, h2).item(), "uniformity": uniformity(h1).item()},
             "z": {"alignment": alignment(z1, z2).item(), "uniformity": uniformity(z1).item()}}
 
@@ -296,8 +308,9 @@ def _probe_settings(p):
     return dict(steps=p.probe_steps, lr=p.probe_lr, l2=p.probe_l2, standardize=p.probe_standardize)
 
 
-CHEAP = ("forward passes under bfloat16 autocast, the rotation probes' in float32; linear probes fitted with the "
-         "gradient written out in bfloat16; tolerances from class sums")
+CHEAP = (f"forward passes under bfloat16 autocast, {CHEAP_CHUNK:,} images at a time, but the rotation probes' in "
+         f"float32 as run 2 ran them; linear probes fitted with the gradient written out in bfloat16, summed over "
+         f"blocks of {PROBE_BLOCK:,} images, by fused Adam; tolerances from class sums")
 
 
 def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap=False):
@@ -313,22 +326,23 @@ def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap
     training image (`linear_full`). `seed` fixes the rotations, grayscale halves, views and MLP
     initialisation drawn here.
     cheap: the evaluation piloted for the next registered run (tools/pilot_protocol.py evaluation):
-    forward passes under bfloat16 autocast except the rotation probes' (in float32: on bf16 features
-    the MLP rotation probe moved by up to 10.65 points, reports/pilot/evaluation_first.md), the
-    linear probes fitted by softmax_regression_bf16, the tolerances from class sums
-    (tolerances_exact); the MLP probe and the kNN classifiers as they are. False (run 2's
-    evaluation): everything in float32.
+    forward passes under bfloat16 autocast, CHEAP_CHUNK images at a time, except the rotation probes'
+    (in float32 as run 2 ran them: on bf16 features the MLP rotation probe moved by up to 10.65
+    points, reports/pilot/evaluation_first.md), the linear probes fitted by softmax_regression_bf16,
+    the tolerances from class sums (tolerances_exact); the MLP probe and the kNN classifiers as they
+    are. False (run 2's evaluation): everything in float32, CHUNK images at a time.
     """
     gen = torch.Generator().manual_seed(1_000_003 + seed)
-    both = lambda x: embed(f, g, x, chunk=1000, bf16=cheap)     # (h, z): the probes on h and z share images
-    exact = lambda x: embed(f, g, x, chunk=1000)
+    chunk = CHEAP_CHUNK if cheap else CHUNK
+    both = lambda x: embed(f, g, x, chunk, bf16=cheap)          # (h, z): the probes on h and z share images
+    exact = lambda x: embed(f, g, x, chunk)                     # float32 whatever `cheap`
     x_lab, y_lab = labelled_set(data["x_train"], data["y_train"], p)
     x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
     x_views = x_test[:p.n_views]
     h_lab, z_lab = both(x_lab)
     h_test, z_test = both(x_test)
     probe = _probe_settings(p)
-    out = alignment_uniformity(f, g, x_views, gen, augment_fn, bf16=cheap)
+    out = alignment_uniformity(f, g, x_views, gen, augment_fn, bf16=cheap, chunk=chunk)
     masks = None if cheap else class_masks(y_test)              # the test set's class pairs, for h and z
     for pick, name, train_feat, test_feat in ((0, "h", h_lab, h_test), (1, "z", z_lab, z_test)):
         within, centred = tolerances_exact(test_feat, y_test) if cheap else tolerances(test_feat, masks)
@@ -360,8 +374,9 @@ def linear_probes(f, g, data, p, cheap=False):
     sets (and its `cheap`): {"h": {"linear": ...}, "z": {"linear": ...}}."""
     x_lab, y_lab = labelled_set(data["x_train"], data["y_train"], p)
     x_test, y_test = data["x_test"][:p.n_test], data["y_test"][:p.n_test]
-    h_lab, z_lab = embed(f, g, x_lab, chunk=1000, bf16=cheap)
-    h_test, z_test = embed(f, g, x_test, chunk=1000, bf16=cheap)
+    chunk = CHEAP_CHUNK if cheap else CHUNK
+    h_lab, z_lab = embed(f, g, x_lab, chunk, bf16=cheap)
+    h_test, z_test = embed(f, g, x_test, chunk, bf16=cheap)
     probe = _probe_settings(p)
     return {name: {"linear": linear_probe_accuracy(train_feat, y_lab, test_feat, y_test, **probe, bf16=cheap)}
             for name, train_feat, test_feat in (("h", h_lab, h_test), ("z", z_lab, z_test))}
