@@ -8,8 +8,8 @@ steps with two ladder rungs before the budget, so that its checkpoints are the s
 first registered run had: the untrained control, two rungs and the budget (with the probes only the
 budget gets). Its evaluation (replication.run.evaluate.evaluate_run, the study's probes, 1 thread) is
 timed as run 2 computed it (float32) and cheap (contrastive.evaluate.evaluate_representation's
-`cheap`: forward passes under bfloat16 autocast on 250 images at a time (run 2: 1,000) but the rotation
-probes', linear probes fitted in bfloat16 with the gradient written out, the tolerances from class
+`cheap`: forward passes 250 images at a time (run 2: 1,000), under bfloat16 autocast but for the
+rotation probes, linear probes fitted in bfloat16 with the gradient written out, the tolerances from class
 sums), the two in alternation, with each part of contrastive.evaluate clocked: the forward passes
 (embed), the probes' fitting (linear and MLP), the neighbour classifiers, the tolerances, alignment and
 uniformity, the pretext accuracy, the BatchNorm calibration and the rest. The ratio of the mean times

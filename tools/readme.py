@@ -135,8 +135,8 @@ def benchmarks_block():
     if e:
         parts = e["parts_s"]
         rows.append((f"one run's evaluation (checkpoints at steps {', '.join(map(str, e['steps']))}), 1 thread: cheap "
-                     "(bf16 forward passes of 250 images but the rotation probes', bf16 linear probes, tolerances from "
-                     "class sums) / "
+                     "(bf16 forward passes, 250 images at a time, but float32 for the rotation probes; bf16 linear "
+                     "probes; tolerances from class sums) / "
                      "float32 (run 2)",
                      f"{e['cheap_s']:.1f} vs {e['float32_s']:.1f} s (forward passes "
                      f"{parts['cheap']['forward passes']:.1f} vs {parts['float32']['forward passes']:.1f} s, probe "
