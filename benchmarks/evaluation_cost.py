@@ -8,8 +8,8 @@ steps with two ladder rungs before the budget, so that its checkpoints are the s
 first registered run had: the untrained control, two rungs and the budget (with the probes only the
 budget gets). Its evaluation (replication.run.evaluate.evaluate_run, the study's probes, 1 thread) is
 timed as run 2 computed it (float32) and cheap (contrastive.evaluate.evaluate_representation's
-`cheap`: forward passes 250 images at a time (run 2: 1,000), under bfloat16 autocast but for the
-rotation probes, linear probes fitted in bfloat16 with the gradient written out, the tolerances from class
+`cheap`: forward passes CHEAP_CHUNK images at a time (run 2: CHUNK), under bfloat16 autocast but for
+the rotation probes, linear probes fitted in bfloat16 with the gradient written out, the tolerances from class
 sums), the two in alternation, with each part of contrastive.evaluate clocked: the forward passes
 (embed), the probes' fitting (linear and MLP), the neighbour classifiers, the tolerances, alignment and
 uniformity, the pretext accuracy, the BatchNorm calibration and the rest. The ratio of the mean times
@@ -102,6 +102,7 @@ def main(argv=None):
     record("evaluation_cost", {"steps": [0, *rungs, args.steps], "repeats": args.repeats, "threads": 1,
                                "float32_s": round(totals["float32"], 2), "cheap_s": round(totals["cheap"], 2),
                                "cheap_over_float32": round(ratio, 3), "pair_ratios": pair_ratios,
+                               "images_per_forward_pass": {"float32": ev.CHUNK, "cheap": ev.CHEAP_CHUNK},
                                "parts_s": {mode: {k: round(v, 2) for k, v in p.items()} for mode, p in parts.items()}})
 
 

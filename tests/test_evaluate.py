@@ -202,7 +202,7 @@ def test_the_uncalibrated_probes_use_the_labelled_and_test_sets_of_every_probe()
     assert {name: set(cheap[name]) for name in "hz"} == {name: set(budget[name]) for name in "hz"}
     assert "cheap" in cheap["protocol"] and "cheap" not in budget["protocol"]
     assert cheap["h"]["tolerance"] == pytest.approx(budget["h"]["tolerance"], abs=0.01)
-    # the MLP rotation probe reads float32 features in both (on bf16 ones it moved by up to 10.65 points)
+    # the MLP rotation probe reads float32 features in both (on bf16 ones it moved beyond the pilot's rule)
     assert [cheap[name]["rotation_mlp"] for name in "hz"] == [budget[name]["rotation_mlp"] for name in "hz"]
 
 

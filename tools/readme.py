@@ -135,9 +135,9 @@ def benchmarks_block():
     if e:
         parts = e["parts_s"]
         rows.append((f"one run's evaluation (checkpoints at steps {', '.join(map(str, e['steps']))}), 1 thread: cheap "
-                     "(bf16 forward passes, 250 images at a time, but float32 for the rotation probes; bf16 linear "
-                     "probes; tolerances from class sums) / "
-                     "float32 (run 2)",
+                     f"(bf16 forward passes, {e['images_per_forward_pass']['cheap']:,} images at a time, but float32 for the "
+                     "rotation probes; bf16 linear probes; tolerances from class sums) / float32 (run 2, "
+                     f"{e['images_per_forward_pass']['float32']:,} at a time)",
                      f"{e['cheap_s']:.1f} vs {e['float32_s']:.1f} s (forward passes "
                      f"{parts['cheap']['forward passes']:.1f} vs {parts['float32']['forward passes']:.1f} s, probe "
                      f"fitting {parts['cheap']['probe fitting']:.1f} vs {parts['float32']['probe fitting']:.1f} s)",

@@ -327,8 +327,8 @@ def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap
     initialisation drawn here.
     cheap: the evaluation piloted for the next registered run (tools/pilot_protocol.py evaluation):
     forward passes under bfloat16 autocast, CHEAP_CHUNK images at a time, except the rotation probes'
-    (in float32 as run 2 ran them: on bf16 features the MLP rotation probe moved by up to 10.65
-    points, reports/pilot/evaluation_first.md), the linear probes fitted by softmax_regression_bf16,
+    (in float32 as run 2 ran them: on bf16 features the MLP rotation probe moved beyond the pilot's
+    rule, reports/pilot/evaluation_first.md), the linear probes fitted by softmax_regression_bf16,
     the tolerances from class sums (tolerances_exact); the MLP probe and the kNN classifiers as they
     are. False (run 2's evaluation): everything in float32, CHUNK images at a time.
     """
