@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro exp status repro-all repro-stage compare readme smoke bench test test-fast browser clean-venv
+.PHONY: setup repro exp status repro-all repro-stage relock compare readme smoke bench test test-fast browser clean-venv
 
 setup: $(VENV)/.installed
 
@@ -51,6 +51,11 @@ repro-all: setup
 # model: a long run done stage by stage, e.g. `make repro-stage STAGE=pretrain@head`.
 repro-stage: setup
 	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f -s $(STAGE)
+
+# A code edit that changes no result (a check, a docstring, a module moved): record the new code
+# hashes in dvc.lock without rerunning (tools/relock.py; stages with any other change stay stale).
+relock: setup
+	$(BIN)/python -m tools.relock --write
 
 # Verdict changes and effect shifts of reports/claims.json against the committed one.
 compare: setup

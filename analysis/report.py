@@ -20,7 +20,6 @@ from replication.io import cpu_model
 from replication.judge import registration, verdicts
 from replication.judge.kinds import chance_loss
 from replication.judge.registry import load_registry
-from replication.judge.verdicts import TREND_RULES, VERDICT_RULES
 from replication.judge.stats import t_interval
 from replication.report import claims_view as rc, deviations as rd, figures, headroom, levels, notebook as render, page
 from replication.run.datasets import GENERATED, load_dataset
@@ -29,6 +28,7 @@ sns.set_theme(style="whitegrid", context="notebook")
 claims = rc.load_claims("reports/claims.json")
 registry = load_registry("analysis/claims.yaml")                        # the sections, their order, the rules
 LEVEL = verdicts.level(registry.rules)                                      # every interval drawn
+LEVEL_LABEL = verdicts.level_label(registry.rules)                          # and as every caption names it
 registered = {c["id"]: c for c in registry.claims}
 setup = json.loads(Path("resolved/report.json").read_text())               # profile, threads, workers
 resolved_conditions = json.loads(Path("resolved/conditions.json").read_text())
@@ -83,7 +83,7 @@ html(page.toc([("lore", "The studies"), ("levels", "What each arm reached"), ("l
               + [("loss", "Training loss"), ("ladder", "Scale ladder"), ("setup", "Setup and deviations"),
                  ("provenance", "Provenance"), ("references", "References")]))
 html(page.first_screen(claims, "Contrastive learning lore, replicated in miniature",
-                       rc.replication_summary(claims, rd.miniature(), rc.compute())))
+                       rc.replication_summary(claims, rd.miniature(), rc.compute()), registry.rules))
 
 # %%
 section("levels", "What each arm reached")
@@ -100,21 +100,21 @@ if len(reached):
          f"{len(reached.condition.unique())} arms, {len(reached)} rows), with its untrained control and the "
          "published figures of the claims that read it</summary>"
          + shown.to_html(float_format=lambda v: f"{v:.1f}", na_rep="–") + "</details>")
-html(page.legend(VERDICT_RULES, TREND_RULES))
+html(page.legend(registry.rules))
 
 # %%
 section("forest", "All effects, in the claims' own units")
-show("Forest plot: every claim's effect and 95% interval in its own unit, points of accuracy in one panel and the "
-     "other units in another, grouped by verdict, with the published effect where known",
+show(f"Forest plot: every claim's effect and {LEVEL_LABEL} interval in its own unit, points of accuracy in one "
+     "panel and the other units in another, grouped by verdict, with the published effect where known",
      "Each row a claim (click its label for it): its deciding contrast's effect in the claimed direction (marker) "
-     "and 95% interval (line); the grey band: its margin, inside which an effect is not meaningful. Rows grouped by "
-     "verdict, largest effect first; grey rows are not judged; black bars: the published effect. Read at each "
-     "claim's rung (the index gives it).", figures.forest_plot(claims))
+     f"and {LEVEL_LABEL} interval (line); the grey band: its margin, inside which an effect is not meaningful. Rows "
+     "grouped by verdict, largest effect first; grey rows are not judged; black bars: the published effect. Read at "
+     "each claim's rung (the index gives it).", figures.forest_plot(claims))
 both = [c for c in claims if rc.published_effect(c) is not None and rc.our_effect(c)]
 show("Published effect against our effect, one point per claim, in the claim's unit",
      f"The {len(both)} claims with a published effect in a unit we also measure: published (x) against ours (y) with "
-     "our 95% interval. On the dashed diagonal the miniature matches the paper in size; in the shaded quadrants it "
-     "agrees in sign.", figures.published_vs_ours(claims))
+     f"our {LEVEL_LABEL} interval. On the dashed diagonal the miniature matches the paper in size; in the shaded "
+     "quadrants it agrees in sign.", figures.published_vs_ours(claims))
 
 # %%
 section("claims", "All claims: a one-line index",
@@ -122,8 +122,8 @@ section("claims", "All claims: a one-line index",
         "details (statement, analysis, note, amendments) unfold in its section.")
 literature = [c for c in claims if rc.origin(c) == "literature"]
 documents = [c for c in claims if rc.origin(c) == "document"]
-html(page.folded_index("Literature claims", literature)
-     + page.folded_index("The documents' printed examples and analytic facts", documents))
+html(page.folded_index("Literature claims", literature, registry.rules)
+     + page.folded_index("The documents' printed examples and analytic facts", documents, registry.rules))
 
 # %%
 section("amendments", "Amendments: verdicts under the original rules beside the current ones",
@@ -192,7 +192,7 @@ def tiny_simclr():
     ax.axhline(0.25, color="grey", lw=0.8, ls=":")
     show("Tiny SimCLR: accuracy of the untrained and the trained encoder, per seed",
          f"Tiny SimCLR, {len(tiny['runs'])} seeds at {tiny['params']['threads']} thread(s): every seed a dot, the mean "
-         "and its 95% t-interval a bar; dotted: chance.", fig)
+         f"and its {LEVEL_LABEL} t-interval a bar; dotted: chance.", fig)
     folded("Seed {} at each thread count here, printed as the article prints it (it ran 4 threads)".format(
         tiny["repeat"]["seed"]), "<pre>{}</pre>".format(page.esc("\n".join(
             f"[{r['threads']} thread(s), {r['wall_s']:.1f} s]\n{render.printout(r)}" for r in tiny["by_threads"]))))
@@ -271,7 +271,7 @@ def failed(names):
             for r in bad.itertuples())) + "</p>")
 
 
-SEEDS = "each seed a dot, the mean and its 95% t-interval a bar"
+SEEDS = f"each seed a dot, the mean and its {LEVEL_LABEL} t-interval a bar"
 
 
 def arm_figure(section_claims):
@@ -291,7 +291,7 @@ def arm_figure(section_claims):
 
 
 def ladder_figure(names):
-    """The linear probe on h along the ladder, mean and 95% interval per condition with more than one
+    """The linear probe on h along the ladder, mean and interval per condition with more than one
     trained rung."""
     data = rung_runs[rung_runs.condition.isin(names)] if len(rung_runs) else rung_runs
     laddered = [n for n in names if len(data) and data[(data.condition == n) & (data.step > 0)].step.nunique() > 1]
@@ -310,7 +310,7 @@ def ladder_figure(names):
     fig.tight_layout()
     folded(f"The linear probe on h along the ladder ({len(laddered)} conditions)", figure(
         "Linear probe on h against training steps for each condition of this section with a ladder",
-        "Linear probe on h at each rung, in %: mean and 95% t-interval over seeds.", fig))
+        f"Linear probe on h at each rung, in %: mean and {LEVEL_LABEL} t-interval over seeds.", fig))
 
 
 def alignment_uniformity_plane():
@@ -363,18 +363,18 @@ section("ladder", "The scale ladder",
         "a ladder claim's verdict is its top rung's, and its trend the slope of the effect against log10(steps) "
         "(legend). Each claim's details list its verdict at every rung.")
 folded(f"The {len(ladder_claims)} ladder claims' effects against steps", figure(
-    "Scale ladder: each ladder claim's effect and 95% interval against training steps",
-    f"The {len(ladder_claims)} ladder claims: the primary effect (claim's unit) and its 95% interval at each rung "
-    "(log axis); grey: inside the margin; dotted: the published effect where known; colour and marker: the verdict at "
-    "the top rung.", figures.ladder_grid(claims)))
+    f"Scale ladder: each ladder claim's effect and {LEVEL_LABEL} interval against training steps",
+    f"The {len(ladder_claims)} ladder claims: the primary effect (claim's unit) and its {LEVEL_LABEL} interval at "
+    "each rung (log axis); grey: inside the margin; dotted: the published effect where known; colour and marker: the "
+    "verdict at the top rung.", figures.ladder_grid(claims)))
 
 # %%
 section("setup", "Setup and deviations from the papers",
         "Verdicts are computed by code from the rules in analysis/claims.yaml; a rule changed after results were seen "
-        "is an amendment, shown with the verdict before it. Intervals are 95% Student-t intervals over seeds; paired "
-        "contrasts use the per-seed differences. Every arm is compared with its untrained control (the same encoder "
-        "at step 0); a contrast on an arm that did not train is not judged. Every number on this page is read from a "
-        "file the pipeline wrote.")
+        f"is an amendment, shown with the verdict before it. Intervals are {LEVEL_LABEL} Student-t intervals over "
+        "seeds; paired contrasts use the per-seed differences. Every arm is compared with its untrained control (the "
+        "same encoder at step 0); a contrast on an arm that did not train is not judged. Every number on this page is "
+        "read from a file the pipeline wrote.")
 html(f"<p>{len(conditions)} conditions x {len(resolved_conditions['seeds'])} seeds, {setup['threads']} CPU thread per "
      "run. Where the study differs from the papers in a way that could decide an outcome (analysis/deviations.yaml), "
      "our values read from the resolved configuration:</p>")

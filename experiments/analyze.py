@@ -11,6 +11,7 @@ from replication.io import stage_outputs, write_json
 from replication.judge.dvc_files import write_dvc_files
 from replication.judge.judge import judge_registry, summary
 from replication.judge.measure import InputError
+from replication.judge.record import write_claims
 from replication.judge.registration import RegistrationError, check_registered_code
 from replication.judge.registry import RegistryError
 from replication.run.config import read_resolved
@@ -30,7 +31,7 @@ def main():
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
     with stage_outputs(*OUTPUTS, prune=["reports/plots"], together=True):
-        write_json("reports/claims.json", judged)
+        write_claims(judged)
         counts = summary(judged)
         write_json("reports/summary.json", {**counts, "registered_on": record and record["date"]})
         # the literature's verdict counts alone, flat: `dvc metrics show reports/verdicts.json` fits a terminal

@@ -7,6 +7,7 @@ import sys
 
 from replication.io import atomic_path, stage_outputs
 from replication.judge import registration
+from replication.judge.record import RecordError
 from replication.judge.registry import load_registry
 from replication.report.claims_view import compute, load_claims, replication_summary
 from replication.report.notebook import render_notebook
@@ -15,17 +16,18 @@ from replication.report.deviations import (DeviationError, derived_facts, deviat
 from replication.report.markdown import claims_markdown
 
 if __name__ == "__main__":
-    claims = load_claims("reports/claims.json")
     try:
+        claims = load_claims("reports/claims.json")
         deviations = resolve_deviations(load_deviations(), {c["id"] for c in claims}, derived=derived_facts())
         registration.load()
         registration.load_code_amendments()
-    except (DeviationError, registration.RegistrationError) as e:
+    except (DeviationError, RecordError, registration.RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     with stage_outputs("reports/report.html", "reports/claims.md"):
         render_notebook("analysis/report.py", "reports/report.html")
         with atomic_path("reports/claims.md") as tmp:
             summary = replication_summary(claims, miniature(), compute())
-            sections = load_registry("analysis/claims.yaml").sections
-            tmp.write_text(claims_markdown(claims, sections, summary) + "\n" + deviations_markdown(deviations))
+            registry = load_registry("analysis/claims.yaml")
+            tmp.write_text(claims_markdown(claims, registry.sections, summary, registry.rules) + "\n"
+                           + deviations_markdown(deviations))

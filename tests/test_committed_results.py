@@ -14,6 +14,7 @@ from tools.repro import registered_run_in_progress
 CLAIMS = Path(__file__).resolve().parents[1] / "reports" / "claims.json"
 REGISTRY = Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml"
 pytestmark = pytest.mark.skipif(not CLAIMS.exists(), reason="no committed reports/claims.json")
+ALPHA = yaml.safe_load(REGISTRY.read_text())["rules"]["alpha"]     # each one-sided test's level, as registered
 
 
 def load():
@@ -21,8 +22,9 @@ def load():
 
 
 def ci95(x):
+    """The (1 - 2 alpha) t-interval of the mean: claims.json's `ci95`, whatever the registered alpha."""
     x = np.asarray(x, float)
-    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    half = stats.t.ppf(1 - ALPHA, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
     return x.mean() - half, x.mean() + half
 
 
@@ -48,8 +50,8 @@ def contrasts_of(claims):
 
 
 def test_paired_verdicts_recompute():
-    """Intervals, p-values and the decision against the margin (each one-sided test at 2.5%: a
-    bound of the 95% interval), recomputed from the per-seed values claims.json carries. A claim of
+    """Intervals, p-values and the decision against the margin (each one-sided test at alpha: a
+    bound of the (1 - 2 alpha) interval), recomputed from the per-seed values claims.json carries. A claim of
     no effect (direction 'equal') is reproduced inside the margin (two one-sided tests) and
     contradicted beyond it."""
     claims = load()
@@ -89,7 +91,7 @@ def test_paired_verdicts_recompute():
 
 
 def test_no_contrast_rests_on_a_reference_arm_that_did_not_train():
-    """A reference arm's gate (share of its control's error removed, lower 95% bound above the
+    """A reference arm's gate (share of its control's error removed, lower bound of its interval above the
     registered share) is shown, and no contrast with an untrained reference arm is decided."""
     import yaml
     share = yaml.safe_load(REGISTRY.read_text())["rules"]["control_error_removed"]

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 from tools.compare import arm_costs, cause, compare, markdown
+from helpers import judged_claims
 
 ROOT = Path(__file__).resolve().parents[1]
-CLAIMS = json.loads((ROOT / "reports" / "claims.json").read_text())
+CLAIMS = judged_claims(ROOT)
 
 
 def test_a_rerun_that_moved_one_effect_and_flipped_one_verdict():
@@ -29,7 +30,7 @@ def test_a_rerun_that_moved_one_effect_and_flipped_one_verdict():
 
 def test_identical_files_report_nothing_moved():
     assert compare(CLAIMS, CLAIMS)[:2] == [f"verdicts: 0 of {len(CLAIMS)} shared claims changed",
-                                           "effects: 0 moved; 0 by more than the old 95% half-width (marked !)"]
+                                           "effects: 0 moved; 0 by more than the old interval's half-width (marked !)"]
 
 
 def test_the_command_reads_files_and_git_revisions(tmp_path):

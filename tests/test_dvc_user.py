@@ -15,6 +15,7 @@ import yaml
 from replication.judge.dvc_files import claim_metrics, write_dvc_files
 from tools.repro import RUN_COST, in_run_order, plan, registered_run_in_progress, report_progress
 from tools.timing import copy_project
+from helpers import judged_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -183,7 +184,7 @@ def test_a_team_shares_checkpoints_through_a_remote(tmp_path):
 
 @pytest.fixture(scope="module")
 def committed_claims():
-    return json.loads((ROOT / "reports" / "claims.json").read_text())
+    return judged_claims(ROOT)
 
 
 def test_the_metrics_hold_each_claims_effect_interval_and_verdict(committed_claims):

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from replication.judge import judge as judging, robustness, verdicts
+from replication.judge import judge as judging, verdicts
+from replication.judge.measure import InputError, measure_by_seed, runs
+from replication.judge.probes import PANEL
 from replication.judge.registry import load_registry
 
 from test_claims import REGISTRY, RULES, claim, judge
@@ -26,9 +28,9 @@ def records(root, condition, by_rung, control=0.30, batch=128, embeddings=("h",)
     for seed in range(n):
         def metrics(t):
             probes = {p: v[seed] for p, v in by_rung[t].items()}
-            return {e: {probe: probes.get(probe, probes["linear"]) for probe in robustness.PROBES} for e in embeddings}
+            return {e: {probe: probes.get(probe, probes["linear"]) for probe in PANEL} for e in embeddings}
         acc0 = control if calibrated is None else calibrated
-        control_metrics = {e: {probe: acc0 for probe in robustness.PROBES} for e in embeddings}
+        control_metrics = {e: {probe: acc0 for probe in PANEL} for e in embeddings}
         at = {"0": control_metrics, **{str(t): metrics(t) for t in steps}}
         evaluation = {"condition": condition, "seed": seed, "status": "ok", "reason": None, "rungs": [0, *steps],
                       "control": control_metrics, "eval": at[str(steps[0])], "at": at}
@@ -62,11 +64,11 @@ def up(values, by):
 
 @pytest.mark.parametrize("mean,verdict", [(0.10, "reproduced"), (-0.10, "contradicted"), (0.0, "no meaningful effect"),
                                           (0.025, "inconclusive"), (-0.025, "inconclusive")])
-def test_one_sided_tests_against_the_margin_read_the_95_interval(mean, verdict):
+def test_one_sided_tests_against_the_margin_read_the_interval_at_the_registered_level(mean, verdict):
     diffs = [mean + e for e in (0.012, -0.009, 0.003, -0.006, 0.0)]
     p = verdicts.tests(diffs, 0.02)
-    assert verdicts.decide(p, 0.025) == verdict
-    lo, hi = sp.t.interval(0.95, 4, loc=np.mean(diffs), scale=sp.sem(diffs))
+    assert verdicts.decide(p, RULES["alpha"]) == verdict
+    lo, hi = sp.t.interval(verdicts.level(RULES), 4, loc=np.mean(diffs), scale=sp.sem(diffs))
     assert verdicts.decide_interval(lo, hi, 0.02) == verdict
     t = (np.mean(diffs) - 0.02) / sp.sem(diffs)
     assert p["p_reproduced"] == pytest.approx(sp.t.sf(t, 4))
@@ -218,10 +220,32 @@ def test_a_registered_basis_judges_at_the_matched_rungs_and_keeps_equal_steps_as
                                                   "reason": "judged at no rung between 2400 and 4800 steps"}
 
 
+def named(condition, key="at.{step}.h.linear"):
+    return {"condition": condition, "key": key}
+
+
+def test_arms_named_by_their_condition_are_judged_as_the_patterns_of_their_records(tmp_path):
+    """A condition's name reads what its records' pattern reads, from the evaluation or the training
+    record as its key says (a ladder on a compute basis reads both); `studies` every condition's
+    evaluation records of those studies."""
+    records(tmp_path, "a", {300: up(BASE, 0.05), 1200: up(BASE, 0.10), 2400: up(BASE, 0.11)}, batch=128)
+    records(tmp_path, "b", {300: BASE, 1200: up(BASE, 0.04), 2400: up(BASE, 0.05), 4800: up(BASE, 0.10)},
+            batch=64, method="memory_bank")
+    paired = lambda a, b: claim(kind="paired", a="a", b="b", margin=0.02, ladder=True, basis="equal encoder passes",
+                                arms={"a": a, "b": b})
+    assert judge(paired(named("a"), named("s/b")), tmp_path) == judge(paired(ladder("a"), ladder("b")), tmp_path)
+    trained = runs(named("b", "status"), tmp_path)
+    assert trained == runs({"files": "results/pretrain/*/b/seed_*.json", "key": "status"}, tmp_path)
+    assert [r["config"]["method"] for r in trained] == ["memory_bank"] * 5        # the training records
+    assert measure_by_seed(named("a", "rung_loss.300"), tmp_path) == {s: 1.0 for s in range(5)}
+    assert runs({"studies": ["s"]}, tmp_path) == runs({"files": ["results/evaluate/s/*/seed_*.json"]}, tmp_path)
+    assert len(runs({"studies": ["s", "gone"]}, tmp_path)) == 10        # a study without records reads none
+
+
 def test_a_basis_whose_rungs_never_pair_up_stops_the_analysis(tmp_path):
     records(tmp_path, "a", {300: BASE, 1200: BASE}, batch=128)
     records(tmp_path, "b", {300: BASE, 1200: BASE}, batch=96)
-    with pytest.raises(judging.InputError, match="spend the same on 'equal images'"):
+    with pytest.raises(InputError, match="spend the same on 'equal images'"):
         judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True, basis="equal images",
                     arms={"a": ladder("a"), "b": ladder("b")}), tmp_path)
 

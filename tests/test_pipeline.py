@@ -14,12 +14,13 @@ import pytest
 from replication.report.claims_view import slug
 from smoke_run import ROOT, dvc
 from test_report_browser import chromium, flags, measure
+from helpers import judged_claims
 
 pytestmark = [pytest.mark.slow, pytest.mark.reads_smoke_run]
 
 
 def test_smoke_pipeline_writes_report_and_claims(smoke):
-    claims = json.loads((smoke / "reports" / "claims.json").read_text())
+    claims = judged_claims(smoke)
     registry_ids = re.findall(r"(?m)^- id: (\S+)", (smoke / "analysis" / "claims.yaml").read_text())
     assert [c["id"] for c in claims] == registry_ids                 # nothing dropped
     allowed = {"reproduced", "contradicted", "no meaningful effect", "inconclusive", "exact match",
@@ -39,7 +40,7 @@ def test_smoke_pipeline_writes_report_and_claims(smoke):
 
 
 def test_claims_markdown_has_one_row_per_claim_with_its_verdict(smoke):
-    claims = json.loads((smoke / "reports" / "claims.json").read_text())
+    claims = judged_claims(smoke)
     rows = [line for line in (smoke / "reports" / "claims.md").read_text().splitlines()
             if line.startswith("| `")]
     shown = {re.match(r"\| `([^`]+)`", r).group(1): re.search(r"\*\*([^*]+)\*\*", r).group(1) for r in rows}
@@ -57,7 +58,7 @@ def test_report_renders_offline_in_headless_chromium(smoke, tmp_path):
     report, offline = smoke / "reports" / "report.html", flags(tmp_path / "profile")     # no network at all
     dom = subprocess.run([chromium(), *offline, "--dump-dom", report.as_uri()], capture_output=True, text=True,
                          timeout=120).stdout
-    ids = [c["id"] for c in json.loads((smoke / "reports" / "claims.json").read_text())]
+    ids = [c["id"] for c in judged_claims(smoke)]
     anchors = re.findall(r'id="claim-([^"]+)"', dom)
     assert sorted(anchors) == sorted(slug(i) for i in ids)           # one unique anchor per claim
     shot = tmp_path / "report.png"

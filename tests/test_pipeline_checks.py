@@ -9,6 +9,7 @@ import pytest
 
 from smoke_run import ROOT, copy_of, environment, run_script, status
 from test_dvc_deps import closure, only_a_docstring
+from helpers import judged_claims
 
 pytestmark = [pytest.mark.slow, pytest.mark.copies_smoke_run]
 
@@ -29,7 +30,7 @@ def test_editing_any_module_a_pretraining_stage_imports_makes_it_stale(smoke, tm
 def test_a_claim_naming_an_unknown_condition_stops_the_analysis(smoke, tmp_path):
     copy = copy_of(smoke, tmp_path / "typo")
     registry = copy / "analysis/claims.yaml"
-    registry.write_text(registry.read_text().replace("/simclr_tau005/", "/simclr_tau0005/", 1))
+    registry.write_text(registry.read_text().replace("condition: simclr_tau005,", "condition: simclr_tau0005,", 1))
     before = (copy / "reports/claims.json").read_text()
     result = run_script(["experiments/analyze.py"], copy)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
@@ -62,7 +63,7 @@ def test_failed_runs_are_shown_as_failed_never_averaged(smoke, tmp_path):
         result = subprocess.run([sys.executable, f"experiments/{stage}.py"], cwd=copy, env=environment(),
                                 capture_output=True, text=True)
         assert result.returncode == 0, result.stderr[-3000:]
-    claims = {c["id"]: c for c in json.loads((copy / "reports/claims.json").read_text())}
+    claims = {c["id"]: c for c in judged_claims(copy)}
     touched = [c for c in claims.values() if any(a.get("failed") for a in c["arms"].values())]
     assert touched, "no claim reports the failed run"
     for claim in touched:

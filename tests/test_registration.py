@@ -11,7 +11,8 @@ import yaml
 from replication.judge.registration import judged_code, register
 from replication.judge.registry import load_registry
 
-from test_registry import ROOT, run_analyze, write_world
+from test_registry import BOUND, PAIRED, ROOT, RULES, in_name_form, run_analyze, write_world
+from helpers import judged_claims
 
 
 def registered_world(root):
@@ -54,10 +55,41 @@ def test_a_logged_post_registration_amendment_is_judged_by_both_rules(tmp_path, 
                  "previous_verdict: reproduced, post_registration: true}]\n")
     registry.write_text(registry.read_text().replace("  margin: 0.02\n", "  margin: 0.5\n" + amendment))
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
-    claim = json.loads((tmp_path / "reports" / "claims.json").read_text())[0]
+    claim = judged_claims(tmp_path)[0]
     assert status == 0, err
     assert claim["frozen_verdict"] == "reproduced" and claim["verdict"] == "no meaningful effect"
     assert "post hoc" in claim["labels"]
+
+
+def test_an_arm_named_by_its_condition_is_the_arm_registered_by_its_pattern(tmp_path, monkeypatch, capsys):
+    """Registered in path form, written in name form (or back): the same claim, no amendment; naming
+    another condition is a change; an amended claim in name form is judged by its frozen path form too."""
+    registry = registered_world(tmp_path)
+    registry.write_text(in_name_form(registry.read_text()))
+    assert run_analyze(tmp_path, monkeypatch, capsys) == (0, "")
+    registry.write_text(registry.read_text().replace("a: {condition: ca,", "a: {condition: cb,"))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "claim a-beats-b: differs from its registered form" in err
+    date = json.loads((tmp_path / "analysis" / "registration.json").read_text())["date"]
+    amendment = (f"  amended: [{{date: '{date}', what: margin 0.02 -> 0.5, why: test, "
+                 "previous_verdict: reproduced, post_registration: true}]\n")
+    registry.write_text(in_name_form(RULES + "claims:\n" + PAIRED + BOUND).replace("  margin: 0.02\n",
+                                                                                  "  margin: 0.5\n" + amendment))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    claim = judged_claims(tmp_path)[0]
+    assert status == 0, err
+    assert claim["frozen_verdict"] == "reproduced" and claim["verdict"] == "no meaningful effect"
+
+
+def test_a_claim_registered_in_name_form_is_the_same_in_path_form(tmp_path, monkeypatch, capsys):
+    registry = registered_world(tmp_path)
+    registry.write_text(in_name_form(registry.read_text()))
+    (tmp_path / "analysis" / "registration.json").unlink()
+    register(*load_registry(registry)[:2], tmp_path)           # registered in name form
+    assert "condition" in json.loads((tmp_path / "analysis" / "registration.json").read_text())[
+        "claims"]["a-beats-b"]["arms"]["a"]
+    registry.write_text(RULES + "claims:\n" + PAIRED + BOUND)
+    assert run_analyze(tmp_path, monkeypatch, capsys) == (0, "")
 
 
 def test_changed_judging_code_or_params_after_registration_stop_the_analysis(tmp_path, monkeypatch, capsys):
@@ -348,7 +380,7 @@ def test_under_the_second_record_only_its_own_amendments_label_a_claim_post_hoc(
     registry.write_text(text.replace("  margin: 0.02\n", "  margin: 0.02\n" + amended))
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 0, err
-    claim = json.loads((tmp_path / "reports" / "claims.json").read_text())[0]
+    claim = judged_claims(tmp_path)[0]
     assert ("post hoc" in claim["labels"]) == post_hoc and "frozen_verdict" not in claim
 
 
@@ -364,7 +396,7 @@ def test_a_claim_changed_after_the_second_record_needs_an_amendment_of_registrat
     registry.write_text(text.replace("  margin: 0.02\n", "  margin: 0.5\n" + amended.replace("true}", "true, "
                                                                                              "registration: 2}")))
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
-    claim = json.loads((tmp_path / "reports" / "claims.json").read_text())[0]
+    claim = judged_claims(tmp_path)[0]
     assert status == 0 and claim["frozen_verdict"] == "reproduced" and "post hoc" in claim["labels"], err
 
 

@@ -6,6 +6,7 @@ import runpy
 from pathlib import Path
 
 import pytest
+from helpers import judged_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "analysis" / "claims.yaml"
@@ -89,9 +90,29 @@ def run_analyze(root, monkeypatch, capsys):
 def test_the_valid_world_is_judged(tmp_path, monkeypatch, capsys):
     write_world(tmp_path)
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
-    judged = json.loads((tmp_path / "reports" / "claims.json").read_text())
+    judged = judged_claims(tmp_path)
     assert status == 0 and err == ""
     assert [c["verdict"] for c in judged] == ["reproduced", "within bound"]
+
+
+def in_name_form(registry):
+    """The registry with every arm named by its condition instead of its records' pattern."""
+    for name in ("ca", "cb"):
+        registry = registry.replace(f'{{files: "results/evaluate/*/{name}/seed_*.json",', f"{{condition: {name},")
+    assert "results/evaluate" not in registry
+    return registry
+
+
+def test_an_arm_named_by_its_condition_is_judged_as_the_pattern_of_its_records(tmp_path, monkeypatch, capsys):
+    """{condition: ca} and 'study/condition' read the records results/evaluate/*/ca/seed_*.json names:
+    the same claims.json."""
+    write_world(tmp_path / "path")
+    assert run_analyze(tmp_path / "path", monkeypatch, capsys) == (0, "")
+    for registry in (in_name_form(RULES + "claims:\n" + PAIRED + BOUND),
+                     in_name_form(RULES + "claims:\n" + PAIRED + BOUND).replace("condition: cb", "condition: s/cb")):
+        write_world(tmp_path / "name", registry)
+        assert run_analyze(tmp_path / "name", monkeypatch, capsys) == (0, "")
+        assert judged_claims(tmp_path / "name") == judged_claims(tmp_path / "path")
 
 
 # (what is broken, text replaced, replacement, what the one line must name)
@@ -111,6 +132,15 @@ REGISTRY_MISTAKES = [
     ("rule out of range", "alpha: 0.025", "alpha: 0.7", "rules: alpha"),
     ("duplicate id", "- id: small-loss", "- id: a-beats-b", "a-beats-b: id: used twice"),
     ("undefined condition", "*/cb/seed_*", "*/cx/seed_*", "condition 'cx' is not defined"),
+    ("undefined condition by name", 'a: {files: "results/evaluate/*/ca/seed_*.json",', "a: {condition: cx,",
+     "a-beats-b: arms.a: condition 'cx' is not defined in params.yaml"),
+    ("a condition named in another study", 'a: {files: "results/evaluate/*/ca/seed_*.json",', "a: {condition: t/ca,",
+     "a-beats-b: arms.a: condition 'ca' is in study 's', not 't'"),
+    ("a misspelt key of a condition by name", 'a: {files: "results/evaluate/*/ca/seed_*.json", key: eval.h.linear}',
+     "a: {condition: ca, key: eval.h.linaer}", "a-beats-b: arms.a.key: 'eval.h.linaer' is not a field of the "
+     "evaluation record"),
+    ("a condition by name and files", 'a: {files: "results/evaluate/*/ca/seed_*.json",',
+     'a: {condition: ca, files: "results/evaluate/*/ca/seed_*.json",', "a-beats-b: arms.a: give exactly one of"),
     ("a not among the arms", "  a: a\n", "  a: c\n", "arm 'c' is not in arms"),
     ("an arm both gated and an outcome", "  outcome: [a]\n", "  outcome: [a, b]\n",
      "arm 'b': name it in exactly one of reference (must train) and outcome"),
@@ -224,7 +254,7 @@ def test_params_and_the_committed_registry_reject_duplicate_keys():
 def test_a_claims_origin_is_its_sections(tmp_path, monkeypatch, capsys):
     write_world(tmp_path, RULES.replace("origin: literature", "origin: document") + "claims:\n" + PAIRED + BOUND)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
-    claims = json.loads((tmp_path / "reports" / "claims.json").read_text())
+    claims = judged_claims(tmp_path)
     assert {c["origin"] for c in claims} == {"document"}
 
 

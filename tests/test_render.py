@@ -19,6 +19,8 @@ from replication.report import page as page  # noqa: E402
 from replication.report import markdown
 from replication.judge import stats  # noqa: E402
 
+from test_claims import RULES  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "reports" / "claims.json"
 
@@ -99,7 +101,7 @@ def test_an_alternative_analysis_shows_its_effect_in_the_claims_unit():
 
 def test_the_documents_index_is_folded_under_its_verdict_counts():
     claims = [claim("a", "exact match", 0.0), claim("b", "mismatch", 0.1), claim("c", "exact match", 0.0)]
-    folded = page.folded_index("Examples", claims)
+    folded = page.folded_index("Examples", claims, RULES)
     assert folded.startswith("<details") and "<b>Examples (3)</b></summary>" in folded
     assert folded.count("<tr>") == 4                                  # the header and one row per claim
 
@@ -109,7 +111,7 @@ def test_missing_values_show_a_dash_never_nan():
     assert rc.our_effect(broken) is None and page.ours_text(broken) == "–"
     assert rc.sig(None) == rc.sig(float("nan")) == "–"
     assert "nan" not in page.claim_details(broken, {}).lower()
-    assert "nan" not in page.index_table([broken]).lower()
+    assert "nan" not in page.index_table([broken], RULES).lower()
 
 
 def test_the_rung_and_the_runs_are_named_for_what_they_are():
@@ -155,8 +157,8 @@ def test_the_original_verdict_is_the_first_amendments_previous_one_and_every_cha
 def test_the_lore_rows_are_the_declared_studies_in_their_order():
     claims = [claim(cid, "reproduced", 0.05) for cid, _ in reversed(rc.LORE)] + [claim("other", "reproduced", 0.3)]
     assert [c["id"] for _, c in rc.lore(claims)] == [cid for cid, _ in rc.LORE]
-    table = page.lore_table(claims[:3])
-    assert table.count("<tr>") == 4 and "#claim-other" not in page.lore_table(claims)
+    table = page.lore_table(claims[:3], RULES)
+    assert table.count("<tr>") == 4 and "#claim-other" not in page.lore_table(claims, RULES)
 
 
 def test_the_summary_names_the_studies_by_verdict_and_the_compute():
@@ -260,7 +262,7 @@ def test_claims_markdown_escapes_cells_groups_by_section_and_folds_the_documents
     lit = {**claim("one", "inconclusive", 0.06), "contrast": {**claim("one", "reproduced", 0.06)["contrast"],
                                                                "reason": "a | b <i> isn't &amp; *x* [y](z)"}}
     doc = {**claim("doc", "exact match", 0.0, section="toy2d"), "contrast": None}
-    text = markdown.claims_markdown([lit, doc], SECTIONS, "Scope: a summary.")
+    text = markdown.claims_markdown([lit, doc], SECTIONS, "Scope: a summary.", RULES)
     row = next(line for line in text.splitlines() if line.startswith("| `one`"))
     assert "+6 points [+5, +7]" in row and "**inconclusive**" in row
     assert r"a \| b \<i> isn't \&amp; \*x\* [y\](z)" in row and "&#x27;" not in text and "&lt;" not in text

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from replication.report.claims_view import slug
+from helpers import judged_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "reports" / "report.html"
@@ -90,7 +91,7 @@ def test_no_nan_is_shown(measured):
 
 
 def test_every_claim_id_is_one_anchor_and_no_id_repeats(measured):
-    ids = [slug(c["id"]) for c in json.loads((ROOT / "reports" / "claims.json").read_text())]
+    ids = [slug(c["id"]) for c in judged_claims(ROOT)]
     assert sorted(measured["anchors"]) == sorted(f"claim-{i}" for i in ids)
     assert len(measured["ids"]) == len(set(measured["ids"]))
 

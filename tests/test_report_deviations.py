@@ -14,6 +14,7 @@ from replication.report import deviations as rd
 from replication.io import write_json
 
 from test_report_escaping import PAYLOAD, live_markup
+from helpers import a_judged_claim
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = ["dataset and image size", "encoder", "optimiser and schedule", "learning rate against batch size",
@@ -169,7 +170,7 @@ def test_the_report_stage_depends_on_every_file_the_committed_file_reads():
 
 
 def test_the_report_stage_stops_with_one_line_and_writes_nothing(tmp_path):
-    write_json(tmp_path / "reports" / "claims.json", [{"id": "a-claim", "verdict": "reproduced"}])
+    write_json(tmp_path / "reports" / "claims.json", [a_judged_claim(id="a-claim", verdict="reproduced")])
     resolved(tmp_path)
     (tmp_path / "analysis").mkdir()
     write_deviations(tmp_path / "analysis", [entry(ours="{pretrain/study:conditions.arm.crop_min_side}")])

@@ -25,21 +25,25 @@ INPUTS = ["analysis/report.py", "analysis/claims.yaml", "analysis/cifar10_refere
           "reports/summary.json", "reports/stage_times.json"]
 
 
+VOCABULARY = ("verdict", "frozen_verdict", "previous_verdict", "origin")   # words claims.json's reader checks
+
+
 def poison(value, keys=False):
-    """Every string inside `value` with the payload appended; mapping keys too when `keys`."""
+    """Every string inside `value` with the payload appended; mapping keys too when `keys`; not the
+    verdict words, which the reader of claims.json refuses outside their vocabulary."""
     if isinstance(value, str):
         return value + PAYLOAD
     if isinstance(value, list):
         return [poison(v, keys) for v in value]
     if isinstance(value, dict):
-        return {(poison(k) if keys else k): poison(v, keys) for k, v in value.items()}
+        return {(poison(k) if keys else k): (v if k in VOCABULARY else poison(v, keys)) for k, v in value.items()}
     return value
 
 
 def poison_claim(claim):
     """A claim with the payload in every string, its arms' names included (in every rung); not in
     `origin`, which the analysis derives from the section (no input reaches it)."""
-    out = {**poison(claim), "origin": claim.get("origin")}
+    out = poison(claim)
     for holder in [out, *(out.get("ladder") or [])]:
         if isinstance(holder.get("arms"), dict):
             holder["arms"] = {poison(k): v for k, v in holder["arms"].items()}
@@ -97,7 +101,8 @@ def poisoned_copy(folder):
     claims = folder / "reports" / "claims.json"
     poisoned = [poison_claim(c) for c in json.loads(claims.read_text())]
     poisoned[0].update(frozen_verdict="reproduced", amended=[{"date": "2026-12-03" + PAYLOAD, "what": PAYLOAD,
-                                                              "why": PAYLOAD, "post_registration": True}])
+                                                              "why": PAYLOAD, "previous_verdict": "inconclusive",
+                                                              "post_registration": True}])
     claims.write_text(json.dumps(poisoned))
     digest = "a1" * 32            # the record's dates and digests are schema-checked; its paths and texts are not
     record = {"date": "2026-12-02", "sha256": {"params.yaml" + PAYLOAD: digest},

@@ -14,6 +14,7 @@ from replication.io import write_json
 from tools import timing
 
 from test_report_deviations import entry, resolved, write_deviations
+from helpers import a_judged_claim
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -137,7 +138,7 @@ def test_each_recorded_stage_names_the_registered_run_it_belongs_to(tmp_path, mo
 
 
 def test_an_unreadable_record_stops_the_report_stage_with_one_line(tmp_path):
-    write_json(tmp_path / "reports" / "claims.json", [{"id": "a-claim", "verdict": "reproduced"}])
+    write_json(tmp_path / "reports" / "claims.json", [a_judged_claim(id="a-claim", verdict="reproduced")])
     resolved(tmp_path)
     (tmp_path / "analysis").mkdir()
     write_deviations(tmp_path / "analysis", [entry()])

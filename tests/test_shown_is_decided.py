@@ -9,6 +9,8 @@ import pytest
 
 from replication.report import claims_view as rc, markdown
 
+from test_claims import RULES
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "reports" / "claims.json"
 
@@ -17,7 +19,7 @@ def inconsistencies(claim):
     """Every disagreement between what the report shows of a claim and its verdict."""
     found = []
     v, c, effect = claim["verdict"], claim.get("contrast") or {}, rc.our_effect(claim)
-    reason = rc.reason(claim)
+    reason = rc.reason(claim, RULES)
     if effect and effect["lo"] is not None and effect["margin"] is not None and v in rc.JUDGED:
         lo, hi, m = effect["lo"], effect["hi"], effect["margin"]
         equal = c.get("direction") == "equal"
@@ -62,7 +64,7 @@ def test_claims_md_shows_each_claims_verdict_effect_and_reason_as_claims_json_ha
             row = rows[c["id"]]
             assert f"**{markdown.cell(c['verdict'])}**" in row, c["id"]
             assert markdown.cell(rc.ours(c)) in row, c["id"]
-            assert markdown.cell(rc.reason(c)) in row, c["id"]
+            assert markdown.cell(rc.reason(c, RULES)) in row, c["id"]
 
 
 def paired(verdict, lo, hi, margin=0.02, direction="greater", **extra):

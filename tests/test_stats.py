@@ -5,14 +5,15 @@ from scipy import stats as sp
 
 from replication.judge import stats, verdicts
 
-RULES = {"alpha": 0.025}      # the registered level: 95% intervals
+from test_claims import RULES     # the registered rules: their level is every interval's
+
 LEVEL = verdicts.level(RULES)
 
 
 def test_t_interval_matches_scipy():
     x = [0.61, 0.64, 0.59, 0.66, 0.63]
     lo, hi = stats.t_interval(x, LEVEL)
-    ref = sp.t.interval(0.95, len(x) - 1, loc=np.mean(x), scale=sp.sem(x))
+    ref = sp.t.interval(LEVEL, len(x) - 1, loc=np.mean(x), scale=sp.sem(x))
     assert (lo, hi) == pytest.approx(ref)
 
 
@@ -51,14 +52,14 @@ def test_the_decision_table_is_symmetric(ci, margin, expected):
 
 
 def test_verdict_rules_are_listed_once_for_readers():
-    names = [v for v, _ in verdicts.VERDICT_RULES]
+    names = [v for v, _ in verdicts.verdict_rules(RULES)]
     assert names == ["reproduced", "contradicted", "no meaningful effect", "inconclusive", "not testable here"]
 
 
 def test_prediction_interval_is_wider_than_the_interval_of_the_mean():
     x = [0.61, 0.64, 0.59, 0.66, 0.63]
     lo, hi = stats.prediction_interval(x, LEVEL)
-    half = sp.t.ppf(0.975, 4) * np.std(x, ddof=1) * np.sqrt(1 + 1 / 5)
+    half = sp.t.ppf(1 - RULES["alpha"], 4) * np.std(x, ddof=1) * np.sqrt(1 + 1 / 5)
     assert (lo, hi) == pytest.approx((np.mean(x) - half, np.mean(x) + half))
     one_run = verdicts.prediction_interval(x, RULES)
     assert verdicts.one_run_range_verdict(one_run, 0.70, 0.70) == "reproduced"   # outside the mean's interval, inside this one

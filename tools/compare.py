@@ -41,7 +41,9 @@ from pathlib import Path
 
 import yaml
 
-from replication.judge.verdicts import NOT_JUDGED
+from replication.judge.measure import in_path_form
+from replication.judge.record import RecordError, as_dicts, read_claims
+from replication.judge.verdicts import NOT_JUDGED, NOT_TESTED
 
 CLAIMS = "reports/claims.json"
 
@@ -60,9 +62,9 @@ def load(source):
     """Judged claims from a file, a git `REV:path`, a revision (its reports/claims.json) or, for
     None, the working tree's."""
     if source is None or Path(source).exists():
-        return json.loads(read(None, source or CLAIMS))
+        return as_dicts(read_claims(source or CLAIMS))
     rev, _, path = source.partition(":")
-    return json.loads(read(rev, path or CLAIMS))
+    return as_dicts(read_claims(f"{rev}:{path or CLAIMS}", text=read(rev, path or CLAIMS)))
 
 
 def effects(claim):
@@ -100,7 +102,7 @@ def compare(old, new):
                 shifts.append((units, f"  {'!' if units > 1 else ' '} {i} [{label}]: {m0:.4g} -> {m1:.4g} "
                                       f"(shift {m1 - m0:+.3g}, {units:.2f} of the old half-width)"))
     lines.append(f"effects: {len(shifts)} moved; {sum(u > 1 for u, _ in shifts)} by more than the old "
-                 "95% half-width (marked !)")
+                 "interval's half-width (marked !)")
     lines += [text for _, text in sorted(shifts, key=lambda s: -s[0])]
     return lines
 
@@ -198,8 +200,9 @@ def moves(old_rev, new_rev=None):
     old_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(old_rev, CLAIMS))}
     judged_now = {c["id"]: c for c in json.loads(read(new_rev, CLAIMS))}
     new_verdicts = {cid: c["verdict"] for cid, c in judged_now.items()}
-    old_defs = {c["id"]: c for c in yaml.safe_load(read(old_rev, "analysis/claims.yaml"))["claims"]}
-    new_defs = {c["id"]: c for c in yaml.safe_load(read(new_rev, "analysis/claims.yaml"))["claims"]}
+    # in path form (in_path_form): an arm that names its condition reads the records its pattern did
+    old_defs = {c["id"]: in_path_form(c) for c in yaml.safe_load(read(old_rev, "analysis/claims.yaml"))["claims"]}
+    new_defs = {c["id"]: in_path_form(c) for c in yaml.safe_load(read(new_rev, "analysis/claims.yaml"))["claims"]}
     defaults = yaml.safe_load(read(new_rev, "params.yaml"))["pretrain"]["defaults"]
     old_studies, new_studies = conditions(old_rev), conditions(new_rev)
     rows = []
@@ -212,7 +215,7 @@ def moves(old_rev, new_rev=None):
             rows.append((cid, old, verdict, *why))
     removed = sorted(set(old_verdicts) - set(new_verdicts))
     newly_tested = [cid for cid, v in new_verdicts.items()
-                    if old_verdicts.get(cid, "not tested") in set(NOT_JUDGED) and v not in set(NOT_JUDGED)]
+                    if old_verdicts.get(cid, NOT_TESTED) in set(NOT_JUDGED) and v not in set(NOT_JUDGED)]
     return rows, removed, newly_tested
 
 
@@ -274,4 +277,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    try:
+        raise SystemExit(main(sys.argv[1:]))
+    except RecordError as e:
+        raise SystemExit(f"error: {e}") from None

@@ -50,9 +50,10 @@ import torch
 
 from contrastive.train import DECAY_SHARE
 from replication.io import cpu_model, read_json, write_json
+from replication.judge.probes import EMBEDDING_FIGURES
 from replication.judge.registry import load_registry
 from replication.judge.stats import t_interval
-from replication.judge.verdicts import level
+from replication.judge.verdicts import level, level_label
 from replication.run.calibration import recalibrate_bn
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
 from contrastive.data import build_dataset
@@ -218,7 +219,8 @@ def precision_markdown(out):
     lines = ["# Pilot: bfloat16 autocast against float32", "",
              f"{out['steps']} steps at batch 128, seeds {out['seeds']}, glyphs100, one torch thread per run, two runs "
              f"at a time ({out['cpu']}). The encoder and head under bf16 autocast, the loss in fp32; every probe in "
-             "fp32 with BatchNorm calibrated. Effects in points, 95% t-intervals over the paired seeds.", "",
+             f"fp32 with BatchNorm calibrated. Effects in points, {level_label(load_registry().rules)} t-intervals over "
+             "the paired seeds.", "",
              "| contrast | fp32 | bf16 | moved | half of the fp32 interval | within |", "|---|---|---|---|---|---|"]
     for name, c in out["contrasts"].items():
         f, b = c["fp32"], c["bf16"]
@@ -341,7 +343,6 @@ def embedding_markdown(out):
 # many points of its float32 value, every contrast within this many points of its float32 effect, and
 # every other metric (alignment, uniformity, the tolerances) within this much of its float32 value
 EVALUATION_ACCURACY_POINTS, EVALUATION_CONTRAST_POINTS, EVALUATION_OTHER = 1.0, 0.5, 0.01
-OTHER_METRICS = ("alignment", "uniformity", "tolerance", "tolerance_centred")
 
 
 # the evaluation pilot's earlier candidates (reports/pilot/<name>.*): how each differed from the latest
@@ -377,7 +378,7 @@ def evaluation_moves(run):
     for e in ("h", "z"):
         for metric, value in today[e].items():
             moved = abs(cheap[e][metric] - value)
-            if metric in OTHER_METRICS:
+            if metric in EMBEDDING_FIGURES:
                 other[f"{e}.{metric}"] = moved
             else:
                 accuracy[f"{e}.{metric}"] = 100 * moved

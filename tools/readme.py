@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from replication.judge.record import CLAIMS, RecordError, as_dicts, read_claims
 from replication.report.headroom import headroom
 from replication.report.deviations import REFERENCE_ARM
 from tools.timing import TRAINING
@@ -87,7 +88,7 @@ def figures_block():
         lines.append(f"- Labels: {labels['robust']} robust, {labels['depends_on']} depending on a choice, "
                      f"{labels['post_hoc']} post hoc, {labels['calibrated']} calibrated (never counted as "
                      f"reproduced), {labels['not_converged']} not converged.")
-    claims = _load("reports/claims.json") or []
+    claims = as_dicts(read_claims()) if Path(CLAIMS).exists() else []
     ladder = [c for c in claims if c.get("ladder")]
     if ladder:
         trends = {}
@@ -158,12 +159,13 @@ def benchmarks_block():
     return "\n".join(table)
 
 
-def verdicts_block():
-    """The verdict table, from the one list the analysis applies (src/replication/judge/verdicts.py)."""
-    from replication.judge.verdicts import VERDICT_RULES
-    rows = ["| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its 95% interval, m the margin) |",
-            "|---|---|"]
-    return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in VERDICT_RULES])
+def verdicts_block(rules):
+    """The verdict table at the registry's level, from the one list the analysis applies
+    (src/replication/judge/verdicts.py)."""
+    from replication.judge.verdicts import level_label, verdict_rules
+    rows = [f"| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its {level_label(rules)} "
+            "interval, m the margin) |", "|---|---|"]
+    return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in verdict_rules(rules)])
 
 
 def steps_block():
@@ -173,11 +175,11 @@ def steps_block():
                      [f"| {step} | {rule} | {code} |" for step, rule, code in STEPS])
 
 
-def trends_block():
+def trends_block(rules):
     """The ladder's trend labels, from the one list the analysis applies (src/replication/judge/verdicts.py)."""
-    from replication.judge.verdicts import TREND_RULES
-    rows = ["| trend | rule (b: slope of the effect against log10(steps), [b_lo, b_hi] its 95% interval, m the margin) |",
-            "|---|---|"]
+    from replication.judge.verdicts import TREND_RULES, level_label
+    rows = [f"| trend | rule (b: slope of the effect against log10(steps), [b_lo, b_hi] its {level_label(rules)} "
+            "interval, m the margin) |", "|---|---|"]
     return "\n".join(rows + [f"| {label} | {rule} |" for label, rule in TREND_RULES])
 
 
@@ -211,8 +213,10 @@ def dag_block():
 
 
 def render(text):
+    from replication.judge.registry import load_registry
+    rules = load_registry("analysis/claims.yaml").rules
     for name, block in (("figures", figures_block()), ("dag", dag_block()), ("benchmarks", benchmarks_block()),
-                        ("verdicts", verdicts_block()), ("steps", steps_block()), ("trends", trends_block())):
+                        ("verdicts", verdicts_block(rules)), ("steps", steps_block()), ("trends", trends_block(rules))):
         text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
                       lambda m: m.group(1) + block + "\n" + m.group(2), text, flags=re.S)
     return text
@@ -232,4 +236,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    try:
+        raise SystemExit(main(sys.argv[1:]))
+    except RecordError as e:
+        raise SystemExit(f"error: {e}") from None

@@ -25,18 +25,16 @@ import hashlib
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from replication.io import json_text, write_json
+from replication.io import write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
+from replication.judge.record import CLAIMS, claims_text
 from replication.judge.registration import (CODE_AMENDMENTS, RegistrationError, add_to_analysis_deps,
                                             all_code_amendments, amend_code, amend_rules, load,
                                             load_code_amendments, record_path, register)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
-
-CLAIMS = Path("reports/claims.json")
 
 
 def code_moved(what, why):
@@ -45,7 +43,7 @@ def code_moved(what, why):
         raise RegistrationError(f"{record_path()}: no registration to amend; run `python -m tools.register` first")
     judged, _ = judge_registry(read_resolved("conditions"))
     committed = CLAIMS.read_text()
-    if json_text(judged) != committed:
+    if claims_text(judged) != committed:
         raise RegistrationError(f"{CLAIMS}: the code as it is now judges the committed results differently; "
                                 "a change that moves a verdict is a rule change, not a move (register again)")
     amendment = amend_code(record, what, why, hashlib.sha256(committed.encode()).hexdigest())

@@ -1,7 +1,7 @@
 """What `dvc metrics` and `dvc plots` read, written by the analyze stage beside reports/claims.json.
 
 reports/metrics.json holds, per claim id, the effect (its contrast's mean paired difference in the
-claim's own unit), the 95% interval and the verdict, under keys without spaces, so that
+claim's own unit), its interval at the registered level and the verdict, under keys without spaces, so that
 `dvc metrics diff` shows which claim moved. reports/plots/ holds the data of dvc.yaml's `plots:`,
 as CSV, so that `dvc plots show` and `dvc plots diff` draw them offline:
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from ..io import atomic_path, write_json
 from .kinds import chance_loss
+from .measure import record_pattern
 
 METRICS = "reports/metrics.json"
 PLOTS = "reports/plots"
@@ -37,7 +38,7 @@ def write_dvc_files(judged, root="."):
     _write_csv(plots / "forest.csv", forest_rows(judged))
     _write_csv(plots / "published_vs_ours.csv", published_rows(judged))
     _write_csv(plots / "ladder.csv", [row for claim in judged for row in ladder_rows(claim)])
-    _write_folder(plots / "loss", loss_rows(Path(root, "results", "pretrain")))
+    _write_folder(plots / "loss", loss_rows(root))
 
 
 def effect(claim, contrast):
@@ -91,15 +92,15 @@ def ladder_rows(claim):
     return rows
 
 
-def loss_rows(records_dir):
+def loss_rows(root="."):
     """{study: rows of series (the condition), step, loss (mean over seeds), loss_min, loss_max, chance}
     from the training records' loss curves; a seed that stopped early (diverged, collapsed) counts
     until it stopped. chance: the loss of an encoder that tells nothing apart (kinds.chance_loss),
     empty where the loss has none."""
     curves, chance = {}, {}
-    for path in sorted(glob.glob(str(Path(records_dir, "*", "*", "seed_*.json")))):
+    for path in sorted(glob.glob(record_pattern(kind="training"), root_dir=root)):
         study, condition = Path(path).parts[-3:-1]
-        record = json.loads(Path(path).read_text())
+        record = json.loads(Path(root, path).read_text())
         curve = curves.setdefault(study, {}).setdefault(condition, {})
         config = record.get("config") or {}
         chance[condition] = chance_loss(config) if {"method", "loss"} <= set(config) else None

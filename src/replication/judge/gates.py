@@ -6,18 +6,16 @@ probed after BatchNorm's statistics were re-estimated on training images (the ev
 the arm's gain removes a share of its control's error, g = (acc - acc0) / (1 - acc0), with acc the
 quantity the claim reads where it is a probe's accuracy (the rotation probe on h for a rotation
 claim, kNN for a kNN claim), else the linear probe on the embedding it measures (h or z; h for
-figures of no embedding, such as a loss). The arm has trained when the lower 95% bound of the mean of g exceeds r. Relative to
-headroom, so a control that already scores 96% can still be judged.
+figures of no embedding, such as a loss). The arm has trained when the lower bound of the interval of the
+mean of g (at the registered level) exceeds r. Relative to headroom, so a control that already scores 96% can
+still be judged.
 
 The last doubling of steps before a rung starts at the rung at half its steps, or the closest rung
 at or above half (previous_rung); convergence over it is judged on the contrast (verdicts.convergence).
 """
-import glob
-
 from . import stats, verdicts
-from .measure import RUNG, read_record, rung_of, seed_order
-
-_CACHE = {}
+from .measure import RUNG, read_record, record_paths, rung_of
+from .probes import PROBES
 
 
 def embedding_of(key):
@@ -25,11 +23,9 @@ def embedding_of(key):
     return "z" if ".z." in f".{key or ''}." else "h"
 
 
-PROBES = ("linear", "knn", "knn_centred", "wknn", "rotation", "rotation_mlp", "colour")   # accuracies at every rung
-
-
 def probe_of(key):
-    """The accuracy a gate reads for a key: the key's own probe where it is one, else 'linear'."""
+    """The accuracy a gate reads for a key: the key's own probe where it is one, else 'linear' (also
+    where the untrained control lacks the key's probe, _control_gain)."""
     last = (key or "").rsplit(".", 1)[-1]
     return last if last in PROBES else "linear"
 
@@ -68,16 +64,12 @@ def control_gain(condition, key, step, rules, root="."):
     embedding, probe = embedding_of(key), probe_of(key)
     if step is None:
         step = step_of(key)
-    cache_key = (condition, embedding, probe, step, str(root), rules["control_error_removed"])
-    if cache_key not in _CACHE:
-        _CACHE[cache_key] = _control_gain(condition, embedding, probe, step, rules, root)
-    return _CACHE[cache_key]
+    return _control_gain(condition, embedding, probe, step, rules, root)
 
 
 def _control_gain(condition, embedding, probe, step, rules, root):
-    paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root), key=seed_order)
     shares, gains, calibrated, uncalibrated = {}, {}, [], []
-    for path in paths:
+    for path in record_paths(condition, "evaluation", root):
         record = read_record(path, root)
         reached = _reached(record, step)
         if not reached or (step is None and record["status"] != "ok"):
@@ -108,10 +100,6 @@ def untrained_reason(name, condition, gate):
             f"[{lo:.0f}, {hi:.0f}] of its control's error on the {gate['metric']}")
 
 
-def clear_cache():
-    _CACHE.clear()
-
-
 def previous_rung(rungs, step):
     """The rung that starts the last doubling before `step`: at half its steps, else the closest
     trained rung at or above half; None when there is none below `step`."""
@@ -122,5 +110,5 @@ def previous_rung(rungs, step):
 
 def rungs_of(condition, root="."):
     """The rungs a condition's runs were evaluated at (its first evaluation record's)."""
-    paths = sorted(glob.glob(f"results/evaluate/*/{condition}/seed_*.json", root_dir=root))
+    paths = record_paths(condition, "evaluation", root)
     return read_record(paths[0], root)["rungs"] if paths else []

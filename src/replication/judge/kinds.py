@@ -4,8 +4,8 @@ pipeline wrote. One function per kind:
     exact       a printed number (or list, or true/false) within `tolerance`  -> exact match | mismatch
     bound       a measured number against at_most / at_least                  -> within bound | mismatch
     range       every per-seed value inside a printed range [lo, hi] +- tolerance -> exact match | mismatch
-    interval    the 95% interval of each arm's mean inside [lo, hi]           -> reproduced | contradicted | inconclusive
-    single_run  a figure printed from one run, against the 95% prediction interval of our
+    interval    each arm's interval of the mean inside [lo, hi]               -> reproduced | contradicted | inconclusive
+    single_run  a figure printed from one run, against the prediction interval of our
                 realisations (seeds, or one seed at several thread counts)   -> reproduced | contradicted
     paired      arm a against each arm in b, seed by seed, decided against the margin (verdicts.py),
                 gated on the reference arms (gates.py), re-judged under the robustness panel
@@ -18,6 +18,7 @@ pipeline wrote. One function per kind:
     not_tested  the registry's explicit statement why this study cannot test it -> not tested
 
 A claim with `not_testable: reason` is measured and shown; its verdict is `not testable here`.
+Every interval is at the registered level (verdicts.level: 1 - 2 alpha).
 A ladder claim (`ladder: true`, keys with '{step}') is judged at every rung its arms share; the top
 rung is its primary analysis, lower rungs are descriptive, with a trend along them (stats.py).
 Labels: robust / depends on (robustness.py), calibrated, realisation, post hoc (an amendment made
@@ -30,11 +31,12 @@ import re
 import numpy as np
 
 from . import gates, stats, verdicts
-from .measure import (InputError, best_of, conditions_of, dig, failed_runs, flatten, key_of, measure,
+from .probes import ON_LOGIT_SCALE
+from .measure import (InputError, best_of, conditions_of, dig, failed_runs, flatten, in_path_form, key_of, measure,
                       measure_by_seed, parts, patterns, realisations, runs, selection_seeds)
 from .registry import declared_gates
-
-ACCURACY_METRICS = ("linear", "knn", "wknn", "rotation", "rotation_mlp", "contrastive_top1")
+from .verdicts import (CONTRADICTED, EXACT_MATCH, INCONCLUSIVE, MISMATCH, NOT_TESTABLE, NOT_TESTED, REPRODUCED,
+                       WITHIN_BOUND)
 
 
 def _close(measured, published, tolerance):
@@ -58,10 +60,10 @@ def _judge_exact(claim, out, notes, root, rules):
     measured = measure(claim["measured"], root)
     out["arms"]["measured"] = _arm(measured, rules, per_seed=False)
     if _close(measured, claim["published"], claim["tolerance"]):
-        return "exact match"
+        return EXACT_MATCH
     notes.append(f"Measured {flatten(measured)[:6]} against the printed {flatten(claim['published'])[:6]}, "
                  f"tolerance {claim['tolerance']:g}.")
-    return "mismatch"
+    return MISMATCH
 
 
 def _judge_bound(claim, out, notes, root, rules):
@@ -73,7 +75,7 @@ def _judge_bound(claim, out, notes, root, rules):
     if not ok:
         notes.append(f"Measured {flatten(measured)[:6]} against at most {claim.get('at_most')}, "
                      f"at least {claim.get('at_least')}.")
-    return "within bound" if ok else "mismatch"
+    return WITHIN_BOUND if ok else MISMATCH
 
 
 def _judge_range(claim, out, notes, root, rules):
@@ -86,7 +88,7 @@ def _judge_range(claim, out, notes, root, rules):
     if outside:
         notes.append(f"{len(outside)} of {len(measured)} values outside [{lo:g}, {hi:g}] (tolerance {tol:g}): "
                      + ", ".join(f"{v:.4g}" for v in outside) + ".")
-    return "mismatch" if outside else "exact match"
+    return MISMATCH if outside else EXACT_MATCH
 
 
 def _reference_gate(spec, step, out, root, rules):
@@ -114,9 +116,9 @@ def _untrained_reference(claim, out, notes, root, rules):
 
 
 def _judge_interval(claim, out, notes, root, rules):
-    """Each arm's 95% interval of the mean inside the published range, once the declared reference
+    """Each arm's interval of the mean inside the published range, once the declared reference
     (where the arms read trained encoders) has trained. With `yardstick: one run` (a range printed
-    from one run), each arm's 95% prediction interval of one more run (on the log scale for a
+    from one run), each arm's prediction interval of one more run (on the log scale for a
     ratio) against the range instead (verdicts.one_run_range_verdict)."""
     lo, hi = claim["range"]
     found = []
@@ -126,26 +128,26 @@ def _judge_interval(claim, out, notes, root, rules):
             found.append(_one_run_against_range(name, spec, out["arms"][name], lo, hi, notes, rules))
             continue
         found.append(verdicts.interval_verdict(out["arms"][name]["ci95"], lo, hi))
-        if found[-1] != "reproduced":
+        if found[-1] != REPRODUCED:
             a, b = out["arms"][name]["ci95"]
-            notes.append(f"{name}: the 95% interval of the mean [{a:.4g}, {b:.4g}] "
-                         f"{'lies outside' if found[-1] == 'contradicted' else 'straddles an edge of'} "
+            notes.append(f"{name}: the {verdicts.level_label(rules)} interval of the mean [{a:.4g}, {b:.4g}] "
+                         f"{'lies outside' if found[-1] == CONTRADICTED else 'straddles an edge of'} "
                          f"the published range [{lo:g}, {hi:g}].")
     if _untrained_reference(claim, out, notes, root, rules):
-        return "not testable here"
+        return NOT_TESTABLE
     return verdicts.combine(found)
 
 
 def _one_more_run(arm, spec, rules, runs="runs"):
-    """Where one more run of ours would fall: the arm's 95% prediction interval (`prediction95`), on
+    """Where one more run of ours would fall: the arm's prediction interval (`prediction95`), on
     the log scale for a ratio, which varies by factors, not by steps; returns the sentence that says
     so."""
     values = arm["values"]
     log = "ratio" in spec and min(values) > 0
     arm["prediction95"] = verdicts.prediction_interval(values, rules, log)
     a, b = arm["prediction95"]
-    return (f"one more run of ours would fall in [{a:.4g}, {b:.4g}] (95% prediction interval over "
-            f"{len(values)} {runs}{', on the log scale: a ratio' if log else ''})")
+    return (f"one more run of ours would fall in [{a:.4g}, {b:.4g}] ({verdicts.level_label(rules)} prediction "
+            f"interval over {len(values)} {runs}{', on the log scale: a ratio' if log else ''})")
 
 
 def _one_run_against_range(name, spec, arm, lo, hi, notes, rules):
@@ -156,15 +158,15 @@ def _one_run_against_range(name, spec, arm, lo, hi, notes, rules):
 
 
 def _judge_single_run(claim, out, notes, root, rules):
-    """A figure from one printed run, inside the 95% prediction interval of our realisations, once
+    """A figure from one printed run, inside the prediction interval of our realisations, once
     the declared reference (where they read trained encoders) has trained."""
     values = realisations(claim["realisations"], root)
     arm = out["arms"]["realisations"] = _arm(values, rules)
     if _untrained_reference(claim, out, notes, root, rules):
-        return "not testable here"
+        return NOT_TESTABLE
     if len(values) < 2:
         notes.append("Fewer than two realisations: no spread to judge a single run against.")
-        return "inconclusive"
+        return INCONCLUSIVE
     where = _one_more_run(arm, claim["realisations"], rules, runs="realisations")
     notes.append(f"{where[0].upper()}{where[1:]}; the printed figure is one run.")
     published, rounding = claim["published"], claim["tolerance"]
@@ -208,13 +210,13 @@ def _judge_failure(claim, out, notes, root, rules):
         if gate is None or not gate["trained"]:
             notes.append(f"The reference {reference} did not train by step {step} either, so a failure here is "
                          "not specific to this condition.")
-            return "not testable here"
+            return NOT_TESTABLE
         notes.append(f"The reference {reference} trained by step {step} (it removed "
                      f"{100 * gate['error_removed']['mean']:.0f}% of its control's error).")
     if failures and len(failures) == len(records):
         notes.append(f"{len(failures)} of {len(records)} runs diverged or collapsed before step {step}.")
         out["decided_by"] = f"all {len(records)} runs diverged or collapsed before step {step}"
-        return "reproduced"
+        return REPRODUCED
     condition = conditions_of(claim["runs"])[0]
     gate = gates.control_gain(condition, "h", rung, rules, root)
     floor = chance_loss(reached[0]["config"])
@@ -235,17 +237,17 @@ def _judge_failure(claim, out, notes, root, rules):
         return verdict
     if gate is None:
         out["decided_by"] = "fewer than two finished runs to compare with their untrained controls"
-        return "inconclusive"
+        return INCONCLUSIVE
     lo, hi = (100 * v for v in gate["error_removed"]["ci95"])
     trained = (f"it removed {100 * gate['error_removed']['mean']:.0f}% [{lo:.0f}, {hi:.0f}] of its control's "
                f"error by step {step}")
     loss = f"loss {np.mean(losses):.2f}" + (f" against a chance level of {floor:.2f}" if floor else "")
     if gate["trained"]:
         out["decided_by"] = f"{len(reached)} of {len(records)} runs finished and trained: {trained}"
-        return "contradicted"
+        return CONTRADICTED
     out["decided_by"] = (f"it did not train ({trained}), {loss}" + ("" if near_floor else
                          f", below {rules['failure_loss_fraction']:g} of chance: it learnt something"))
-    return "reproduced" if near_floor else "inconclusive"
+    return REPRODUCED if near_floor else INCONCLUSIVE
 
 
 def _collapsed_runs(spec, above, out, notes, root, rules):
@@ -267,19 +269,19 @@ def _judge_collapse(collapse, out, notes, root, loss_at_floor, rules):
     with `collapse.avoided_by`, every run of the alternative spreads below it."""
     stuck, seeds = _collapsed_runs(collapse["runs"], collapse["above"], out, notes, root, rules)
     if len(seeds) < 2:
-        return "inconclusive"
+        return INCONCLUSIVE
     if not stuck:
-        return "contradicted"
+        return CONTRADICTED
     if len(stuck) < len(seeds) or not loss_at_floor:
-        return "inconclusive"
+        return INCONCLUSIVE
     if "avoided_by" not in collapse:
-        return "reproduced"
+        return REPRODUCED
     also, others = _collapsed_runs(collapse["avoided_by"], collapse["above"], out, notes, root, rules)
     if len(others) < 2:                   # the alternative's runs did not finish: nothing avoided
-        return "inconclusive"
+        return INCONCLUSIVE
     if not also:
-        return "reproduced"
-    return "contradicted" if len(also) == len(others) else "inconclusive"
+        return REPRODUCED
+    return CONTRADICTED if len(also) == len(others) else INCONCLUSIVE
 
 
 # ---------------------------------------------------------------- paired contrasts
@@ -331,7 +333,7 @@ def _contrast(claim, a, b, by_seed, untrained, rules):
     c = {"a": a, "b": b, "direction": direction, "margin": margin, "basis": claim.get("basis", "equal steps"),
          "seeds": seeds, "metric_key": key_of(claim["arms"][a])}
     if len(seeds) < 2:
-        return {**c, "diff_mean": None, "diff_ci95": None, "verdict": "inconclusive",
+        return {**c, "diff_mean": None, "diff_ci95": None, "verdict": INCONCLUSIVE,
                 "reason": "fewer than two seeds with both runs finished"}
     c.update(stats.paired_contrast([by_seed[a][s] for s in seeds], [by_seed[b][s] for s in seeds], direction,
                                     verdicts.level(rules)))
@@ -354,7 +356,7 @@ def _logit(p):
 
 def _logit_effect(claim, a, b, by_seed, rules):
     """The effect on the logit (error) scale, for accuracies: logit(acc_a) - logit(acc_b) per seed."""
-    if (key_of(claim["arms"][a]) or "").rsplit(".", 1)[-1] not in ACCURACY_METRICS:
+    if (key_of(claim["arms"][a]) or "").rsplit(".", 1)[-1] not in ON_LOGIT_SCALE:
         return None
     seeds = [s for s in by_seed[a] if s in by_seed[b]]
     if len(seeds) < 2:
@@ -381,7 +383,7 @@ def _at_step_zero(spec, root, name):
     record for a figure read at the budget); (None, None) where the figure has no untrained reading;
     (None, why) where it should have one that cannot be read."""
     key = spec.get("key") or ""
-    if parts(spec) or not spec.get("files") or not key.startswith(("at.", "eval.")):
+    if parts(spec) or not in_path_form(spec).get("files") or not key.startswith(("at.", "eval.")):
         return None, None
     zero = {**spec, "key": "control." + key.split(".", 1)[1] if key.startswith("eval.") else
             re.sub(r"^at\.[^.]+\.", "at.0.", key)}
@@ -474,7 +476,7 @@ def judge_one(claim, root, rules, documents=()):
     out = {k: claim[k] for k in CARRIED if claim.get(k) not in (None, [])}
     out.update(origin="document" if claim["section"] in documents else "literature", arms={}, contrast=None)
     if claim["kind"] == "not_tested":
-        return {**out, "verdict": "not tested", "note": claim["reason"]}
+        return {**out, "verdict": NOT_TESTED, "note": claim["reason"]}
     out["_notes"] = [claim["scale_note"]] if claim.get("scale_note") else []
     out["verdict"] = JUDGES[claim["kind"]](claim, out, out["_notes"], root, rules)
     return out

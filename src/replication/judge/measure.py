@@ -8,7 +8,10 @@ file and the `dvc repro` command that rewrites it (InputError). A key a spec nam
 lacks is an InputError too, never a silent `not tested`.
 
 Specs: {file, key} reads one value; {files: glob, key} one value per file (per seed, in seed
-order); {file, select: list-key, where: {field: value}, key} one value per selected record. A key
+order); {condition: name, key} one value per run of a condition, from its training or evaluation
+records as the key says (record_kind; 'study/name': in that study only); {studies: [study, ...]}
+the same over every condition of those studies; {file, select: list-key, where: {field: value},
+key} one value per selected record. A key
 is a dotted path ('*' maps over a list); `ratio: [a, b]` or `difference: [a, b]` instead of key
 combines two paths. {minus: [spec, spec]} and {spread: [spec, ...]} combine conditions seed by
 seed; {best_of: [spec, ...]} takes the spec with the highest mean (a learning-rate sweep's best arm).
@@ -21,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import read_json
+from .probes import ACCURACIES, CONTRASTIVE_TOP1, EMBEDDING_FIGURES, PROBES
 
 STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
                     "tiny_simclr": "tiny_simclr", "limits": "limits"}
@@ -104,8 +108,68 @@ def seed_order(path):
     return int(numbers[-1]) if numbers else path
 
 
+# ---------------------------------------------------------------- where a condition's records are
+
+# the fields a spec may read from each kind of record (the registry checks them); the two share none
+_METRIC = rf"(h|z)\.({'|'.join((*EMBEDDING_FIGURES, *PROBES))})"
+EVALUATION_KEY = re.compile(rf"^(eval|control|at\.(\{{step\}}|\{{rung:\d+\}}|\d+))\.({_METRIC}|{CONTRASTIVE_TOP1})$")
+TRAINING_KEY = re.compile(r"^(status|loss|steps_done|rung_loss\.(\{step\}|\d+)|learned_scalars\.\w+)$")
+FOLDERS = {"training": "results/pretrain", "evaluation": "results/evaluate"}    # the folder of each kind of record
+
+
+def record_pattern(condition="*", kind="evaluation", study="*", seed="*"):
+    """The path of a run's record of one kind (training or evaluation):
+    results/pretrain|evaluate/<study>/<condition>/seed_<seed>.json; '*' (a glob) for any. The one
+    rule for where a run's records are."""
+    return f"{FOLDERS[kind]}/{study}/{condition}/seed_{seed}.json"
+
+
+def record_paths(condition, kind, root="."):
+    """Every record of one kind of a condition's runs, in seed order."""
+    return sorted(glob.glob(record_pattern(condition, kind), root_dir=root), key=seed_order)
+
+
+def record_of(path):
+    """(kind, study, condition) of a path or pattern in record_pattern's layout, else None."""
+    found = Path(path).parts
+    for kind, folder in FOLDERS.items():
+        if len(found) > 3 and found[:2] == Path(folder).parts:
+            return kind, found[2], found[3]
+    return None
+
+
+def record_kind(spec):
+    """The record a spec reads a condition's runs from: 'training' when every field it reads (its
+    key, or the paths of its ratio / difference) is the training record's (TRAINING_KEY), else
+    'evaluation'."""
+    keys = [spec["key"]] if spec.get("key") else spec.get("ratio") or spec.get("difference") or []
+    return "training" if keys and all(TRAINING_KEY.match(k) for k in keys) else "evaluation"
+
+
+def in_path_form(value):
+    """A spec, a claim or a list of them with every spec that names runs written as the files it
+    reads: {condition: c} -> {files: c's records of the kind its key reads} ('study/c' in that study
+    only), {studies: [s, ...]} -> {files: [the records of every condition of s, ...]}. The measuring
+    reads both forms through it, and the registration compares claims in it."""
+    if isinstance(value, list):
+        return [in_path_form(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k == "condition":
+            study, _, condition = v.rpartition("/")
+            out["files"] = record_pattern(condition, record_kind(value), study or "*")
+        elif k == "studies":
+            out["files"] = [record_pattern("*", record_kind(value), study) for study in v]
+        else:
+            out[k] = v if k == "where" else in_path_form(v)
+    return out
+
+
 def _records(spec, root):
     """[(path, record)] a spec selects, or None when it names a single value."""
+    spec = in_path_form(spec)
     if "files" in spec:                   # a pattern, or a list of patterns read in turn
         patterns = spec["files"] if isinstance(spec["files"], list) else [spec["files"]]
         paths = [p for pattern in patterns for p in sorted(glob.glob(pattern, root_dir=root), key=seed_order)]
@@ -191,7 +255,7 @@ def failed_runs(spec, root="."):
     """Runs a per-seed spec selects that did not finish ('diverged', 'collapsed')."""
     if parts(spec):
         return [f for s in parts(spec) for f in failed_runs(s, root)]
-    if "files" not in spec:
+    if "files" not in in_path_form(spec):
         return []
     return [{"seed": r.get("seed"), "status": r["status"], "reason": r.get("reason")}
             for _, r in _records(spec, root) if r.get("status", "ok") != "ok"]
@@ -206,17 +270,18 @@ def patterns(spec):
     """Every file pattern a measurement spec reads."""
     if parts(spec):
         return [p for part in parts(spec) for p in patterns(part)]
+    spec = in_path_form(spec)
     found = [spec[k] for k in ("files", "file") if k in spec]
     return [p for f in found for p in (f if isinstance(f, list) else [f])]
 
 
 def conditions_of(spec):
-    """The pretraining conditions a spec reads (results/pretrain|evaluate/<study>/<condition>/...)."""
+    """The pretraining conditions a spec reads (record_of each pattern)."""
     names = []
     for pattern in patterns(spec):
-        found = Path(pattern).parts
-        if len(found) > 3 and found[1] in ("pretrain", "evaluate") and found[3] not in names:
-            names.append(found[3])
+        found = record_of(pattern)
+        if found and found[2] not in names:
+            names.append(found[2])
     return names
 
 
@@ -273,10 +338,6 @@ def _check_fields(path, record, fields):
         raise InputError(f"{path}: partial record, no field {missing[0]!r}; {_fix(path)}")
 
 
-ACCURACIES = ("linear", "linear_full", "knn", "knn_centred", "wknn", "rotation", "rotation_mlp", "colour",
-              "contrastive_top1")       # fractions of a test set: within [0, 1]
-
-
 def _inside(path, root):
     """Whether a path, symlinks followed, stays inside the repository."""
     repo = Path(root).resolve()
@@ -286,11 +347,10 @@ def _inside(path, root):
 def _check_folders(conditions, root):
     """results/ and its record folders are real folders of this repository (not symlinks out of
     it), and each holds only the records the resolved configuration expects."""
-    expected = {f"results/{kind}/{info['study']}/{name}/seed_{seed}.json"
-                for name, info in conditions["conditions"].items() for seed in conditions["seeds"]
-                for kind in ("pretrain", "evaluate")}
-    for kind in ("pretrain", "evaluate"):
-        folder = Path(root, "results", kind)
+    expected = {record_pattern(name, kind, info["study"], seed)
+                for name, info in conditions["conditions"].items() for seed in conditions["seeds"] for kind in FOLDERS}
+    for kind in FOLDERS:
+        folder = Path(root, FOLDERS[kind])
         for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
             relative = str(path.relative_to(root))
             if not _inside(relative, root):
@@ -332,19 +392,19 @@ def check_inputs(conditions, root="."):
     _check_folders(conditions, root)
     for name, info in conditions["conditions"].items():
         for seed in conditions["seeds"]:
-            run = f"{info['study']}/{name}/seed_{seed}.json"
-            training = read_record(f"results/pretrain/{run}", root)
-            _check_fields(f"results/pretrain/{run}", training, TRAINING_FIELDS)
-            path = f"results/evaluate/{run}"
+            trained = record_pattern(name, "training", info["study"], seed)
+            training = read_record(trained, root)
+            _check_fields(trained, training, TRAINING_FIELDS)
+            path = record_pattern(name, "evaluation", info["study"], seed)
             evaluation = read_record(path, root)
             _check_fields(path, evaluation, EVALUATION_FIELDS)
             if (training["condition"], training["seed"]) != (name, seed) or \
                     (evaluation["condition"], evaluation["seed"]) != (name, seed):
                 raise InputError(f"{path}: records another run than {name} seed {seed}; {_fix(path)}")
             if training["status"] == "ok" and "steps" in info and training["config"].get("steps") != info["steps"]:
-                raise InputError(f"results/pretrain/{run}: trained for {training['config'].get('steps')} steps, "
+                raise InputError(f"{trained}: trained for {training['config'].get('steps')} steps, "
                                  f"the configuration says {info['steps']}; rerun `dvc repro -f pretrain@{info['study']}`")
-            _check_ranges(f"results/pretrain/{run}", training, ("rung_loss",))
+            _check_ranges(trained, training, ("rung_loss",))
             _check_ranges(path, evaluation, ("eval", "control", "control_uncalibrated", "at"))
             reached = [int(s) for s in training["rung_loss"]] if training["status"] != "ok" else info["rungs"]
             absent = [s for s in reached if str(s) not in evaluation["at"]]

@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError
 
 from ..io import sha256, write_json
 from ..schema import Strict, one_line
+from .measure import in_path_form
 from .registry import Date, Verdict, declared_gates
 
 RECORD = Path("analysis/registration.json")          # the first record; run n's: path_of(n)
@@ -269,7 +270,9 @@ def amends(amendment, run):
 def check_claims(record, rules, claims, withdrawn=None):
     """{claim id: frozen claim} for every claim amended after registration; RegistrationError when
     the rules or a claim differ without a logged amendment of this record's run, or a registered
-    claim is missing without such an amendment that withdraws it (`withdrawn`: {id: amendment})."""
+    claim is missing without such an amendment that withdraws it (`withdrawn`: {id: amendment}).
+    Claims are compared in path form (measure.in_path_form): an arm that names its condition reads
+    the same runs as the pattern registered for it, and is the same claim."""
     if _digest(rules) != record["rules_sha256"]:
         raise RegistrationError(f"{REGISTRY}: rules differ from the registration of {record['date']}; "
                                 "restore them, or register again before the run")
@@ -284,7 +287,7 @@ def check_claims(record, rules, claims, withdrawn=None):
     frozen = {}
     for claim in claims:
         registered = record["claims"].get(claim["id"])
-        if registered is not None and _as_declared(registered) == _frozen(claim):
+        if registered is not None and in_path_form(_as_declared(registered)) == in_path_form(_frozen(claim)):
             continue
         if not any(amends(a, run) for a in claim.get("amended") or []):
             change = "added after the registration" if registered is None else "differs from its registered form"

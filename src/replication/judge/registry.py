@@ -3,8 +3,10 @@ claim is judged.
 
 Rule: a registry entry is valid only when every key is known for its kind, every value has its
 type and range (margins and tolerances >= 0, `direction` and `kind` from their lists, ids unique
-and from [a-z0-9-]), every condition it names is defined in params.yaml, and every key it reads
-from a pipeline record exists in that record's schema (EVALUATION_KEY, TRAINING_KEY). A YAML key
+and from [a-z0-9-]), every condition it names is defined in params.yaml (in the study it names, if
+any), and every key it reads from a pipeline record exists in that record's schema (EVALUATION_KEY,
+TRAINING_KEY). A study named in `studies` that params.yaml does not define reads no runs, as a
+population registered before its study was renamed does. A YAML key
 written twice is an error. A mistake gives one line naming the claim id, the key and what is
 allowed (RegistryError); nothing is judged or written.
 """
@@ -17,6 +19,8 @@ from pydantic import AfterValidator, Field, ValidationError, model_serializer, m
 
 from ..io import load_yaml
 from ..schema import Strict, one_line
+from .measure import EVALUATION_KEY, TRAINING_KEY, patterns, record_of
+from .probes import PANEL
 from .verdicts import VERDICTS
 
 Verdict = Literal[VERDICTS]
@@ -25,22 +29,24 @@ NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 ClaimId = Slug
 
-_METRIC = (r"(h|z)\.(alignment|uniformity|linear|linear_full|knn|knn_centred|wknn|tolerance|tolerance_centred|"
-           r"rotation|rotation_mlp|colour)")
-EVALUATION_KEY = re.compile(rf"^(eval|control|at\.(\{{step\}}|\{{rung:\d+\}}|\d+))\.({_METRIC}|contrastive_top1)$")
-TRAINING_KEY = re.compile(r"^(status|loss|steps_done|rung_loss\.(\{step\}|\d+)|learned_scalars\.\w+)$")
-
 
 class RegistryError(Exception):
     """A registry that cannot be judged as written; str(e) is the one line to print."""
 
 
+SOURCES = ("file", "files", "condition", "studies", "minus", "spread", "best_of")     # where a spec reads
+
+
 class Spec(Strict):
-    """Where a measurement is: {file, key} one value; {files: glob(s), key} one per run; {file,
-    select, where, key} one per selected record; `ratio` / `difference` of two paths instead of
-    `key`; {minus: [a, b]}, {spread: [...]}, {best_of: [...]} combine specs seed by seed."""
+    """Where a measurement is: {file, key} one value; {files: glob(s), key} one per run; {condition:
+    name or study/name, key} one per run of a condition; {studies: [...]} every run of those studies
+    (measure.in_path_form); {file, select, where, key} one per selected record; `ratio` /
+    `difference` of two paths instead of `key`; {minus: [a, b]}, {spread: [...]}, {best_of: [...]}
+    combine specs seed by seed."""
     file: str | None = None
     files: str | list[str] | None = None
+    condition: Annotated[str, Field(pattern=r"^([\w-]+/)?[\w-]+$")] | None = None
+    studies: Annotated[list[Annotated[str, Field(pattern=r"^[\w-]+$")]], Field(min_length=1)] | None = None
     select: str | None = None
     where: dict[str, Any] | None = None
     key: str | None = None
@@ -52,10 +58,10 @@ class Spec(Strict):
 
     @model_validator(mode="after")
     def _one_source(self):
-        sources = [k for k in ("file", "files", "minus", "spread", "best_of") if getattr(self, k) is not None]
+        sources = [k for k in SOURCES if getattr(self, k) is not None]
         if len(sources) != 1:
-            raise ValueError("give exactly one of file, files, minus, spread, best_of")
-        if sources[0] in ("file", "files"):
+            raise ValueError(f"give exactly one of {', '.join(SOURCES)}")
+        if sources[0] in ("file", "files", "condition", "studies"):
             reads = [k for k in ("key", "ratio", "difference") if getattr(self, k) is not None]
             if len(reads) > 1:
                 raise ValueError("give one of key, ratio, difference")
@@ -129,7 +135,7 @@ class Claim(Strict):
     metric: str
     amended: list[Amendment] = []
     scale_note: str | None = None
-    not_testable: str | None = None          # measured and shown, judged `not testable here`
+    not_testable: str | None = None          # measured and shown, judged verdicts.NOT_TESTABLE
     calibrated: str | None = None            # the setup was tuned to this figure: says how
     realisation: str | None = None           # judged against float realisations of one seed: says which
     published_effect: str | None = None
@@ -183,13 +189,9 @@ class FreeParameter(Strict):
 
 
 def _reads_trained_encoders(specs):
-    """Whether any spec reads the evaluation of a trained encoder (results/evaluate/...)."""
-    for spec in specs:
-        for _, leaf in _leaves("", spec):
-            patterns = leaf.files if isinstance(leaf.files, list) else [leaf.files or leaf.file or ""]
-            if any(Path(p).parts[:2] == ("results", "evaluate") for p in patterns):
-                return True
-    return False
+    """Whether any spec reads the evaluation records of trained encoders."""
+    found = [record_of(p) for spec in specs for p in patterns(_plain(spec))]
+    return any(record and record[0] == "evaluation" for record in found)
 
 
 def _gated_when_trained(claim, specs):
@@ -259,7 +261,7 @@ class Paired(Claim):
         """A ladder claim judged at a compute basis pairs one rung of a with one of b: two arms, each
         one condition's runs (robustness.matched_steps)."""
         if self.ladder and self.basis not in ("equal steps", "equal updates"):
-            plain = all(isinstance(spec.files, str) for spec in self.arms.values())
+            plain = all(isinstance(spec.files, str) or spec.condition for spec in self.arms.values())
             if len(self.bs) != 1 or len(self.arms) != 2 or not plain:
                 raise ValueError(f"basis: '{self.basis}' on a ladder needs two arms, a and one b, each "
                                  "reading one condition's files")
@@ -313,7 +315,7 @@ KINDS = {m.model_fields["kind"].annotation.__args__[0]: m
 
 class Robustness(Strict):
     """The registered alternatives every paired claim is re-judged under (robustness.py)."""
-    probes: list[Literal["linear", "knn", "knn_centred", "wknn", "linear_full"]]
+    probes: list[Literal[PANEL]]
     rungs: Literal["last doubling", "none"]
     bases: list[Literal["equal steps", "equal images", "equal encoder passes"]]
     multiplicity: list[Literal["bh"]]
@@ -396,23 +398,32 @@ def _leaves(where, spec):
 
 
 def _check_reads(claim, conditions, path):
-    """Conditions that exist, and keys that exist in the schema of the records they read."""
+    """Conditions that exist (in the study named with them), and keys that exist in the schema of
+    the records they read."""
     for where, spec in specs(claim):
-        patterns = spec.files if isinstance(spec.files, list) else [spec.files or spec.file]
-        for pattern in patterns:
-            parts = Path(pattern).parts
-            if len(parts) > 3 and parts[1] in ("pretrain", "evaluate", "control"):
-                if conditions is not None and "*" not in parts[3] and parts[3] not in conditions:
-                    raise RegistryError(f"{path}: claim {claim.id}: {where}: condition {parts[3]!r} is not defined "
-                                        "in params.yaml (pretrain.studies); fix the pattern or add the condition")
-                schema = TRAINING_KEY if parts[1] == "pretrain" else EVALUATION_KEY
-                keys = [spec.key] if spec.key else (spec.ratio or spec.difference or [])
-                if isinstance(claim, Correlation):
-                    keys = [*keys, *(claim.x if isinstance(claim.x, list) else [claim.x]), claim.y]
-                for key in keys:
-                    if not schema.match(key):
-                        raise RegistryError(f"{path}: claim {claim.id}: {where}.key: {key!r} is not a field of "
-                                            f"a {parts[1]} record (pattern {schema.pattern})")
+        for found in filter(None, map(record_of, patterns(_plain(spec)))):
+            kind, study, condition = found
+            if conditions is not None and "*" not in condition:
+                if condition not in conditions:
+                    raise RegistryError(f"{path}: claim {claim.id}: {where}: condition {condition!r} is not defined "
+                                        "in params.yaml (pretrain.studies); fix the name or add the condition")
+                if "*" not in study and conditions[condition]["study"] != study:
+                    raise RegistryError(f"{path}: claim {claim.id}: {where}: condition {condition!r} is in study "
+                                        f"{conditions[condition]['study']!r}, not {study!r}; fix the study or leave "
+                                        "it out")
+            schema = TRAINING_KEY if kind == "training" else EVALUATION_KEY
+            keys = [spec.key] if spec.key else (spec.ratio or spec.difference or [])
+            if isinstance(claim, Correlation):
+                keys = [*keys, *(claim.x if isinstance(claim.x, list) else [claim.x]), claim.y]
+            for key in keys:
+                if not schema.match(key):
+                    raise RegistryError(f"{path}: claim {claim.id}: {where}.key: {key!r} is not a field of "
+                                        f"the {kind} record (pattern {schema.pattern})")
+
+
+def _plain(spec):
+    """A Spec as the dict the measuring reads."""
+    return spec.model_dump(exclude_none=True)
 
 
 class Registry(NamedTuple):
@@ -431,9 +442,9 @@ KEYS = ("rules", "sections", "amendments", "claims")
 
 
 def load_registry(path="analysis/claims.yaml", conditions=None):
-    """The registry: its rules, its claims and its sections (a Registry). With `conditions` (names
-    params.yaml defines), every condition a claim names is checked too. Raises RegistryError with
-    one line."""
+    """The registry: its rules, its claims and its sections (a Registry). With `conditions`
+    (params.yaml's, {name: {study, ...}}), every condition a claim names is checked too. Raises
+    RegistryError with one line."""
     try:
         registry = load_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -2,8 +2,8 @@
 
 Rule: the primary analysis (registered probe, rung, compute basis; no multiplicity correction) is
 re-run with one choice changed at a time (rules.robustness):
-    probe         the other probes on the same embedding (linear, kNN on centred features, weighted
-                  kNN; the linear probe on every training label where the claim reads the budget)
+    probe         the other probes on the same embedding (probes.PANEL: linear, kNN on centred features,
+                  weighted kNN; the linear probe on every training label where the claim reads the budget)
     rung          a ladder claim at the rung that starts the last doubling before its primary rung
                   (the top rung is primary, so no trained rung lies above it)
     basis         each other registered basis (equal steps = equal updates, equal images seen, equal
@@ -16,9 +16,31 @@ A claim is `robust` when every alternative gives the primary verdict, else `depe
 choices that change it>`.
 """
 
+from . import gates, probes, verdicts
+from .kinds import judge_one
+from .ladder import at_pair, matched_rungs, pair_label, primary_probe
+from .measure import InputError, conditions_of, parts, replace_key
+
 DIMENSIONS = ("probe", "rung", "basis", "baseline", "multiplicity")
-PROBES = ("linear", "knn", "knn_centred", "wknn", "linear_full")
-BUDGET_ONLY = ("linear_full",)          # evaluated at a run's budget checkpoint only (not at ladder rungs)
+
+
+def alternatives(claim, out, pairs, judged, root, rules):
+    """The claim re-judged under every registered alternative but multiplicity (which needs the whole
+    registry's screen: add_multiplicity): at its budget (`pairs` None), else at the ladder's rung
+    pairs (`judged`: the claim at each)."""
+    top = pairs[-1] if pairs else None
+    found = _probe_alternatives(claim, top, root, rules)
+    if pairs:
+        found += _rung_alternative(pairs, judged) + _basis_alternatives(claim, root, rules)
+    return found + _baseline_alternative(out)
+
+
+def panel(verdict, found, q_bh, rules):
+    """The robustness entry of a judged claim: `found` with the Benjamini-Hochberg alternative
+    added, and its label."""
+    found = [*found, {"dimension": "multiplicity", "choice": "Benjamini-Hochberg",
+                      "verdict": verdicts.multiplicity_verdict(verdict, q_bh, rules["alpha"])}]
+    return {"label": label(verdict, found), "alternatives": found}
 
 
 def label(primary_verdict, alternatives):
@@ -27,19 +49,77 @@ def label(primary_verdict, alternatives):
     return "robust" if not moved else "depends on: " + ", ".join(d for d in DIMENSIONS if d in moved)
 
 
-def cost_per_step(config, basis):
-    """What one training step of a run (its training record's config) spends on a compute basis:
-    one update; `batch` images; or its encoder passes, views x batch (a forward pass counts whether
-    or not it is back-propagated: the memory bank encodes one view per image, every other method two,
-    MoCo's second through its key encoder)."""
-    if basis in ("equal steps", "equal updates"):
-        return 1
-    if basis == "equal images":
-        return config["batch"]
-    return config["batch"] * (1 if config["method"] == "memory_bank" else 2)
+def _alternative(dimension, choice, out):
+    main = (out.get("contrasts") or [{}])[0]
+    return {"dimension": dimension, "choice": choice, "verdict": out["verdict"],
+            "diff_mean": main.get("diff_mean"), "diff_ci95": main.get("diff_ci95")}
 
 
-def matched_steps(rungs_a, rungs_b, cost_a, cost_b):
-    """Every pair of trained rungs (step_a, step_b), ascending, at which the two arms have spent the
-    same on a basis: step_a x cost_a = step_b x cost_b."""
-    return sorted((ra, rb) for ra in rungs_a for rb in rungs_b if ra > 0 and rb > 0 and ra * cost_a == rb * cost_b)
+def _probe_alternatives(claim, pair, root, rules):
+    """The claim under each other registered probe, at the primary rung pair (None: its budget)."""
+    primary = primary_probe(claim)
+    found = []
+    for probe in rules["robustness"]["probes"]:
+        if probe in probes.BUDGET_ONLY and (pair or not all(_reads_budget(s) for s in claim["arms"].values())):
+            continue
+        arms = {n: replace_key(s, primary, probe) for n, s in claim["arms"].items()} if probe != primary else {}
+        if arms and None not in arms.values():
+            other = {**claim, "arms": arms}
+            judged = judge_one(at_pair(other, pair) if pair else other, root, rules)
+            found.append(_alternative("probe", probe, judged))
+    return found
+
+
+def _baseline_alternative(out):
+    """The main contrast's gain over step 0, where its sides differ before training."""
+    gain = (((out.get("contrasts") or [{}])[0].get("baseline")) or {}).get("gain")
+    if not gain:
+        return []
+    return [{"dimension": "baseline", "choice": "gain over step 0", "verdict": gain["verdict"],
+             "diff_mean": gain["diff_mean"], "diff_ci95": gain["diff_ci95"]}]
+
+
+def _reads_budget(spec):
+    """Whether every figure a spec reads is at its runs' budget checkpoint (`eval.`)."""
+    if parts(spec):
+        return all(_reads_budget(part) for part in parts(spec))
+    return (spec.get("key") or "").startswith("eval.")
+
+
+def _rung_alternative(pairs, judged):
+    """The pair that starts the last doubling of a's steps before the primary pair's."""
+    a_steps = [next(iter(p.values())) for p in pairs]
+    start = gates.previous_rung(a_steps, a_steps[-1])
+    if start is None:
+        return []
+    i = a_steps.index(start)
+    return [_alternative("rung", pair_label(pairs[i]), judged[i])]
+
+
+def _basis_alternatives(claim, root, rules):
+    """The claim at its top rung pair on every other basis (equal steps, equal images, equal encoder
+    passes) that pairs different rungs from the primary's; only for two-arm, one-condition claims."""
+    found, seen = [], {_pair_key(matched_rungs(claim, claim["basis"], root)[-1])}
+    for basis in rules["robustness"]["bases"]:
+        if basis == claim["basis"]:
+            continue
+        try:
+            pairs = matched_rungs(claim, basis, root) if basis == "equal steps" or _two_plain_arms(claim) else []
+        except InputError:
+            pairs = []
+        if pairs and _pair_key(pairs[-1]) not in seen:
+            seen.add(_pair_key(pairs[-1]))
+            steps = ", ".join(f"{arm} at {step:,}" for arm, step in pairs[-1].items())
+            judged = judge_one(at_pair(claim, pairs[-1]), root, rules)
+            found.append(_alternative("basis", f"{basis}: {steps} steps", judged))
+    return found
+
+
+def _pair_key(pair):
+    return tuple(sorted(pair.items()))
+
+
+def _two_plain_arms(claim):
+    bs = claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
+    return len(bs) == 1 and len(claim["arms"]) == 2 and all(
+        len(conditions_of(spec)) == 1 for spec in claim["arms"].values())

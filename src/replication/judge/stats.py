@@ -30,8 +30,9 @@ def prediction_interval(values, level):
 
 
 def summarize(values, level):
-    """n, mean, sd, min, max and the t-interval at `level` (`ci95`: the 95% one of the registered
-    rules) of per-seed values (the values themselves kept)."""
+    """n, mean, sd, min, max and the t-interval at `level` of per-seed values (the values themselves
+    kept). `ci95`, like every *ci95 key of claims.json, holds the (1 - 2 alpha) interval of the
+    registered rules (verdicts.level), whatever alpha is: the name stays so that the file keeps its bytes."""
     x = np.asarray(values, dtype=float)
     return {"values": [float(v) for v in x], "n": int(len(x)), "mean": float(x.mean()),
             "sd": float(x.std(ddof=1)) if len(x) > 1 else 0.0,

@@ -3,7 +3,7 @@ verdicts: the one home of both. Every other module imports them from here.
 
 The confidence level is one setting, rules.alpha (analysis/claims.yaml): each one-sided test is at
 level alpha, so every interval shown is the (1 - 2 alpha) interval whose bounds the tests read
-(alpha = 0.025: the 95% interval).
+(level_label, one_sided_label: how the page and README print them).
 
 Rule, per contrast: d = paired per-seed differences, signed so that a positive d supports the
 claim; mean d_bar, standard error s, n - 1 degrees of freedom, margin m >= 0, and each one-sided
@@ -35,40 +35,55 @@ from . import stats as numbers
 
 # ---------------------------------------------------------------- the vocabulary
 
-VERDICTS = ("reproduced", "contradicted", "no meaningful effect", "inconclusive", "not testable here",
-            "exact match", "within bound", "mismatch", "not tested")     # the order of every table and list
-DECIDED = ("reproduced", "contradicted", "no meaningful effect")        # a test rejected its null
-JUDGED = (*DECIDED, "inconclusive")                                      # a paired or interval verdict
-NOT_JUDGED = ("not testable here", "not tested")
-SHAPE = {"reproduced": "●", "contradicted": "■", "no meaningful effect": "◆", "inconclusive": "▲",
-         "not testable here": "✕", "not tested": "✕", "exact match": "●", "within bound": "●", "mismatch": "■"}
-CLASS = {"reproduced": "ok", "exact match": "ok", "within bound": "ok", "contradicted": "bad", "mismatch": "bad",
-         "no meaningful effect": "null", "inconclusive": "open", "not testable here": "grey", "not tested": "grey"}
-STYLE = {"reproduced": ("#009E73", "o"), "contradicted": ("#D55E00", "s"), "no meaningful effect": ("#0072B2", "D"),
-         "inconclusive": ("#E69F00", "^"), "not testable here": ("#999999", "x"), "not tested": ("#999999", "x")}
+REPRODUCED = "reproduced"                  # the verdicts of a paired, interval or correlation claim
+CONTRADICTED = "contradicted"
+NO_EFFECT = "no meaningful effect"
+INCONCLUSIVE = "inconclusive"
+NOT_TESTABLE = "not testable here"         # a reference arm did not train, or the registry says why
+EXACT_MATCH = "exact match"                # the verdicts of a printed figure or bound
+WITHIN_BOUND = "within bound"
+MISMATCH = "mismatch"
+NOT_TESTED = "not tested"                  # the registry's statement why the study cannot test it
+VERDICTS = (REPRODUCED, CONTRADICTED, NO_EFFECT, INCONCLUSIVE, NOT_TESTABLE, EXACT_MATCH, WITHIN_BOUND, MISMATCH,
+            NOT_TESTED)                                                  # the order of every table and list
+DECIDED = (REPRODUCED, CONTRADICTED, NO_EFFECT)                         # a test rejected its null
+JUDGED = (*DECIDED, INCONCLUSIVE)                                        # a paired or interval verdict
+NOT_JUDGED = (NOT_TESTABLE, NOT_TESTED)
+SHAPE = {REPRODUCED: "●", CONTRADICTED: "■", NO_EFFECT: "◆", INCONCLUSIVE: "▲", NOT_TESTABLE: "✕", NOT_TESTED: "✕",
+         EXACT_MATCH: "●", WITHIN_BOUND: "●", MISMATCH: "■"}
+CLASS = {REPRODUCED: "ok", EXACT_MATCH: "ok", WITHIN_BOUND: "ok", CONTRADICTED: "bad", MISMATCH: "bad",
+         NO_EFFECT: "null", INCONCLUSIVE: "open", NOT_TESTABLE: "grey", NOT_TESTED: "grey"}
+STYLE = {REPRODUCED: ("#009E73", "o"), CONTRADICTED: ("#D55E00", "s"), NO_EFFECT: ("#0072B2", "D"),
+         INCONCLUSIVE: ("#E69F00", "^"), NOT_TESTABLE: ("#999999", "x"), NOT_TESTED: ("#999999", "x")}
 # Okabe-Ito colours and matplotlib markers of the figures
 
-VERDICT_RULES = [   # (verdict, rule): one source for README and the report
-    ("reproduced", "the lower bound of the 95% interval of the paired effect lies above +m "
-                   "(one-sided test of delta <= m at 2.5%), for every contrast of the claim"),
-    ("contradicted", "the upper bound lies below -m (one-sided test of delta >= -m at 2.5%), for any contrast"),
-    ("no meaningful effect", "the whole interval lies inside (-m, +m) (two one-sided tests, TOST)"),
-    ("inconclusive", "otherwise: the interval reaches across a margin"),
-    ("not testable here", "a declared reference arm did not train on the quantity the claim reads, or the "
-                          "registry states why the design cannot test it; an underpowered interval is inconclusive, "
-                          "with the effects it rules out, and a published effect no larger than the margin forbids "
-                          "reproduced only"),
-]
+
+def verdict_rules(rules):
+    """(verdict, rule) at the registered level: one source for README and the report."""
+    interval, each = level_label(rules), one_sided_label(rules)
+    return [
+        (REPRODUCED, f"the lower bound of the {interval} interval of the paired effect lies above +m "
+                     f"(one-sided test of delta <= m at {each}), for every contrast of the claim"),
+        (CONTRADICTED, f"the upper bound lies below -m (one-sided test of delta >= -m at {each}), for any contrast"),
+        (NO_EFFECT, "the whole interval lies inside (-m, +m) (two one-sided tests, TOST)"),
+        (INCONCLUSIVE, "otherwise: the interval reaches across a margin"),
+        (NOT_TESTABLE, "a declared reference arm did not train on the quantity the claim reads, or the registry "
+                       "states why the design cannot test it; an underpowered interval is inconclusive, with the "
+                       "effects it rules out, and a published effect no larger than the margin forbids reproduced "
+                       "only"),
+    ]
+
+
 MAGNITUDES = {   # where the published effect lies against our interval: the replication's second criterion
     "inside": "published inside ours",
     "below": "ours larger than published",
     "above": "ours smaller than published",
 }
 DOCUMENT_VERDICTS = [
-    ("exact match", "a printed number reproduced to half a unit of its last printed digit"),
-    ("within bound", "a printed or analytic bound holds (for example a gradient error below 1e-8)"),
-    ("mismatch", "a printed number not reproduced to its digit (often float summation order, not a contradiction)"),
-    ("not tested", "the study cannot test it; the claim says why"),
+    (EXACT_MATCH, "a printed number reproduced to half a unit of its last printed digit"),
+    (WITHIN_BOUND, "a printed or analytic bound holds (for example a gradient error below 1e-8)"),
+    (MISMATCH, "a printed number not reproduced to its digit (often float summation order, not a contradiction)"),
+    (NOT_TESTED, "the study cannot test it; the claim says why"),
 ]
 STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's table is generated from this list
     ("primary analysis", "one per claim, registered: the probe and embedding its key reads, the top rung of a ladder "
@@ -124,6 +139,20 @@ def level(rules):
     return 1 - 2 * rules["alpha"]
 
 
+def level_label(rules):
+    """The level of every interval, as printed: '95%' at alpha = 0.025."""
+    return _percent(level(rules))
+
+
+def one_sided_label(rules):
+    """The level of each one-sided test (alpha), as printed."""
+    return _percent(rules["alpha"])
+
+
+def _percent(fraction):
+    return f"{round(100 * fraction, 6):g}%"
+
+
 # ---------------------------------------------------------------- one contrast
 
 def _t(d_bar, se, df, shift):
@@ -148,12 +177,12 @@ def tests(diffs, margin):
 def decide(p, alpha):
     """The verdict of one contrast from its three p-values."""
     if p["p_reproduced"] < alpha:
-        return "reproduced"
+        return REPRODUCED
     if p["p_contradicted"] < alpha:
-        return "contradicted"
+        return CONTRADICTED
     if p["p_equivalent"] < alpha:
-        return "no meaningful effect"
-    return "inconclusive"
+        return NO_EFFECT
+    return INCONCLUSIVE
 
 
 def as_equivalence_claim(p):
@@ -185,13 +214,13 @@ def decide_contrast(c, untrained, rules, scale=1.0, unit=""):
     margin, effect = c["margin"], c["published_effect_value"]
     c["magnitude"] = magnitude(effect, c.get("diff_ci95"))
     if untrained:
-        return {**c, "verdict": "not testable here", "reason": "; ".join(untrained)}
+        return {**c, "verdict": NOT_TESTABLE, "reason": "; ".join(untrained)}
     c["verdict"] = decide(c, rules["alpha"])
-    if c["verdict"] == "reproduced" and effect is not None and abs(effect) <= margin:
-        c["verdict"] = "inconclusive"
+    if c["verdict"] == REPRODUCED and effect is not None and abs(effect) <= margin:
+        c["verdict"] = INCONCLUSIVE
         c["reason"] = (f"the published effect ({_in(effect, scale, unit)}) is no larger than the margin "
                        f"({_in(margin, scale, unit, sign=False)}), so an effect beyond the margin cannot reproduce it")
-    if c["verdict"] == "inconclusive":
+    if c["verdict"] == INCONCLUSIVE:
         c["seeds_needed"] = seeds_needed(c["diffs"], margin, rules)
         c["reason"] = "; ".join(filter(None, [c.get("reason"), bound(c, rules, scale, unit)]))
     return c
@@ -223,7 +252,7 @@ def magnitude(published, ci):
 
 def beyond_margin(diffs, margin, rules):
     """Whether paired differences lie beyond +-margin, either way (the one-sided tests at alpha)."""
-    return decide(tests(diffs, margin), rules["alpha"]) in ("reproduced", "contradicted")
+    return decide(tests(diffs, margin), rules["alpha"]) in (REPRODUCED, CONTRADICTED)
 
 
 def contrast_verdict(diffs, margin, direction, alpha):
@@ -236,32 +265,32 @@ def contrast_verdict(diffs, margin, direction, alpha):
 def decide_interval(lo, hi, margin):
     """The same table read off an interval (a correlation's Fisher-z interval)."""
     if lo > margin:
-        return "reproduced"
+        return REPRODUCED
     if hi < -margin:
-        return "contradicted"
+        return CONTRADICTED
     if -margin < lo and hi < margin:
-        return "no meaningful effect"
-    return "inconclusive"
+        return NO_EFFECT
+    return INCONCLUSIVE
 
 
 def combine(verdicts):
     """A claim's verdict from its contrasts' (intersection-union)."""
     if not verdicts:
-        return "inconclusive"
-    for dominant in ("contradicted", "not testable here", "inconclusive"):
+        return INCONCLUSIVE
+    for dominant in (CONTRADICTED, NOT_TESTABLE, INCONCLUSIVE):
         if dominant in verdicts:
             return dominant
     if all(v == verdicts[0] for v in verdicts):
         return verdicts[0]
-    if set(verdicts) <= {"reproduced", "no meaningful effect"}:
-        return "no meaningful effect"
-    return "inconclusive"
+    if set(verdicts) <= {REPRODUCED, NO_EFFECT}:
+        return NO_EFFECT
+    return INCONCLUSIVE
 
 
 def unstable(c, rules):
     """Whether the contrast's verdict, by the claim's own decision rule, changes when its effect
     moves by half a standard error."""
-    if c.get("diff_mean") is None or c["verdict"] == "not testable here" or not c.get("diffs"):
+    if c.get("diff_mean") is None or c["verdict"] == NOT_TESTABLE or not c.get("diffs"):
         return False
     decided = contrast_verdict(c["diffs"], c["margin"], c.get("direction"), rules["alpha"])
     shifted = [contrast_verdict([d + s * c["se"] / 2 for d in c["diffs"]], c["margin"], c.get("direction"),
@@ -271,28 +300,28 @@ def unstable(c, rules):
 
 def reason(c, scale=1.0, unit=""):
     """What the measured interval says, in the claim's unit, for a verdict other than reproduced."""
-    if c.get("diff_mean") is None or c["verdict"] == "reproduced":
+    if c.get("diff_mean") is None or c["verdict"] == REPRODUCED:
         return ""
     lo, hi = (_in(v, scale, unit) for v in c["diff_ci95"])
     m = _in(c["margin"], scale, unit, sign=False)
-    if c["verdict"] == "contradicted" and c.get("direction") == "equal":
+    if c["verdict"] == CONTRADICTED and c.get("direction") == "equal":
         return f"the claim predicts no effect, but the interval [{lo}, {hi}] lies beyond the margin ±{m}"
-    if c["verdict"] == "contradicted":
+    if c["verdict"] == CONTRADICTED:
         return f"the effect runs against the claim beyond the margin (interval [{lo}, {hi}] below −{m})"
-    if c["verdict"] == "no meaningful effect":
+    if c["verdict"] == NO_EFFECT:
         return f"the whole interval [{lo}, {hi}] lies inside the margin ±{m}"
     return f"the interval [{lo}, {hi}] reaches across the margin ±{m}"
 
 
-def interval_reason(verdict, lo, hi, margin, unit="", direction="greater"):
+def interval_reason(verdict, lo, hi, margin, rules, unit="", direction="greater"):
     """The report's one-line reason for a judged verdict, read off its interval in the claim's unit
     (a claim of no effect, direction 'equal', is reproduced inside the margin)."""
-    where = {"reproduced": f"lies above +{margin:.3g}{unit}", "contradicted": f"lies below −{margin:.3g}{unit}",
-             "no meaningful effect": f"lies inside ±{margin:.3g}{unit}",
-             "inconclusive": f"reaches across ±{margin:.3g}{unit}"}
+    where = {REPRODUCED: f"lies above +{margin:.3g}{unit}", CONTRADICTED: f"lies below −{margin:.3g}{unit}",
+             NO_EFFECT: f"lies inside ±{margin:.3g}{unit}", INCONCLUSIVE: f"reaches across ±{margin:.3g}{unit}"}
     if direction == "equal":
-        where.update(reproduced=f"lies inside ±{margin:.3g}{unit}", contradicted=f"lies beyond ±{margin:.3g}{unit}")
-    return f"95% interval {lo:+.3g} to {hi:+.3g}{unit} {where[verdict]}"
+        where.update({REPRODUCED: f"lies inside ±{margin:.3g}{unit}",
+                      CONTRADICTED: f"lies beyond ±{margin:.3g}{unit}"})
+    return f"{level_label(rules)} interval {lo:+.3g} to {hi:+.3g}{unit} {where[verdict]}"
 
 
 def convergence(before, after, threshold, rules, from_step, to_step):
@@ -343,10 +372,10 @@ def interval_verdict(ci, lo, hi):
     """A measured mean against a published range [lo, hi]: reproduced when its interval lies
     inside, contradicted when it lies wholly outside, inconclusive when it straddles an edge."""
     if lo <= ci[0] and ci[1] <= hi:
-        return "reproduced"
+        return REPRODUCED
     if ci[1] < lo or ci[0] > hi:
-        return "contradicted"
-    return "inconclusive"
+        return CONTRADICTED
+    return INCONCLUSIVE
 
 
 def prediction_interval(realisations, rules, log=False):
@@ -362,7 +391,7 @@ def one_run_range_verdict(prediction, lo, hi):
     """A figure or range printed from one run against where one more of our runs would fall:
     reproduced when the two overlap (a run of ours could print it), contradicted when they are
     apart. A single figure is the range of its printed rounding."""
-    return "contradicted" if prediction[1] < lo or prediction[0] > hi else "reproduced"
+    return CONTRADICTED if prediction[1] < lo or prediction[0] > hi else REPRODUCED
 
 
 # ---------------------------------------------------------------- the ladder's trend
@@ -376,7 +405,7 @@ def ladder_trend(steps, effects, margin, first_verdict, top_verdict, rules):
         return None
     slopes, seeds = found
     lo, hi = numbers.t_interval(slopes, level(rules))
-    if {first_verdict, top_verdict} == {"reproduced", "contradicted"}:
+    if {first_verdict, top_verdict} == {REPRODUCED, CONTRADICTED}:
         label = "flips"
     elif -margin < lo and hi < margin:
         label = "stable"
@@ -392,17 +421,17 @@ def ladder_trend(steps, effects, margin, first_verdict, top_verdict, rules):
 
 # ---------------------------------------------------------------- the registry-wide screen
 
-P_OF = {"reproduced": "p_reproduced", "contradicted": "p_contradicted", "no meaningful effect": "p_equivalent"}
+P_OF = {REPRODUCED: "p_reproduced", CONTRADICTED: "p_contradicted", NO_EFFECT: "p_equivalent"}
 
 
 def claim_p(verdict, contrasts):
     """The one p-value of a decided claim for the screen (module docstring), or None."""
     tested = [c for c in contrasts if c.get("p_reproduced") is not None]
-    if not tested or verdict not in (*P_OF, "inconclusive"):
+    if not tested or verdict not in (*P_OF, INCONCLUSIVE):
         return None
-    if verdict == "inconclusive":
+    if verdict == INCONCLUSIVE:
         return min(min(c["p_reproduced"], c["p_contradicted"], c["p_equivalent"]) for c in tested)
-    if verdict == "contradicted":
+    if verdict == CONTRADICTED:
         return min(c["p_contradicted"] for c in tested)
     return max(c[P_OF[verdict]] for c in tested)
 
@@ -417,5 +446,5 @@ def bh(pvalues):
 def multiplicity_verdict(verdict, q, alpha):
     """The verdict if it had to survive Benjamini-Hochberg at alpha."""
     if verdict in DECIDED and (q is None or q >= alpha):
-        return "inconclusive"
+        return INCONCLUSIVE
     return verdict

@@ -13,7 +13,10 @@ import re
 from pathlib import Path
 
 from ..judge.judge import summary
-from ..judge.verdicts import DECIDED, JUDGED, MAGNITUDES, VERDICTS, interval_reason, rank
+from ..judge.measure import in_path_form
+from ..judge.record import as_dicts, read_claims
+from ..judge.verdicts import (CONTRADICTED, DECIDED, INCONCLUSIVE, JUDGED, MAGNITUDES, NO_EFFECT, NOT_TESTABLE,
+                              NOT_TESTED, REPRODUCED, VERDICTS, interval_reason, level_label, rank)
 
 LORE = [   # (claim id, study): the questions the repository exists for, in the order the first screen asks them
     ("simclr-temperature", "SimCLR temperature"),
@@ -201,12 +204,12 @@ def magnitude_text(claim):
     return MAGNITUDES.get(claim.get("magnitude"))
 
 
-def reason(claim):
-    """One line on why the verdict is what it is."""
+def reason(claim, rules):
+    """One line on why the verdict is what it is (an interval at the level of the registry's `rules`)."""
     effect = our_effect(claim)
     v = claim["verdict"]
     if effect and effect["lo"] is not None and effect["margin"] and v in JUDGED:
-        args = (effect["lo"], effect["hi"], effect["margin"], effect["unit"], claim["contrast"].get("direction"))
+        args = (effect["lo"], effect["hi"], effect["margin"], rules, effect["unit"], claim["contrast"].get("direction"))
         if v in DECIDED:
             return interval_reason(v, *args)
         return claim["contrast"].get("reason") or interval_reason(v, *args)
@@ -280,15 +283,15 @@ def replication_summary(claims, scale, cost):
     rows = lore(claims)
     named = lambda *verdicts: ", ".join(study for study, c in rows if c["verdict"] in verdicts) or "none"
     literature = [c for c in claims if origin(c) == "literature"]
-    untestable = sum(c["verdict"] == "not testable here" for c in literature)
-    open_ = sum(c["verdict"] == "inconclusive" for c in literature)
+    untestable = sum(c["verdict"] == NOT_TESTABLE for c in literature)
+    open_ = sum(c["verdict"] == INCONCLUSIVE for c in literature)
     moving = sum("not converged" in labels(c) for c in literature)
     stages = (f"; the {cost['stages']} stages, run one at a time, took {cost['stage_minutes']:.0f} minutes of wall "
               "time" if cost.get("stage_minutes") is not None else "")
     return (f"Scope: {found['claims']} published claims about contrastive learning, {len(rows)} of them central "
-            f"(the table), tested {scale}. Reproduced: {named('reproduced')}. Not reproduced: contradicted "
-            f"{named('contradicted')}; inconclusive {named('inconclusive', 'no meaningful effect')}; not testable "
-            f"here {named('not testable here', 'not tested')}. Compute: "
+            f"(the table), tested {scale}. Reproduced: {named(REPRODUCED)}. Not reproduced: {CONTRADICTED} "
+            f"{named(CONTRADICTED)}; {INCONCLUSIVE} {named(INCONCLUSIVE, NO_EFFECT)}; {NOT_TESTABLE} "
+            f"{named(NOT_TESTABLE, NOT_TESTED)}. Compute: "
             f"{cost['pretrain']:,.0f} CPU-minutes of pretraining and {cost['evaluate']:,.0f} of evaluation over "
             f"{cost['runs']} runs on {', '.join(cost['cpus']) or 'an unrecorded CPU'}{stages}. Hard: {untestable} "
             f"claims could not be tested because an arm they need did not train in miniature, {open_} intervals "
@@ -380,6 +383,11 @@ def published_setting(claim):
     return paper(claim) + (f": {printed}" if printed and printed != published_text(claim) else "")
 
 
+def ours_heading(rules):
+    """The title of the column that shows ours: its interval at the level of the registry's `rules`."""
+    return f"ours [{level_label(rules)} interval]"
+
+
 def ours(claim):
     """Our effect in the claim's unit with its interval; every contrast of a claim that has several,
     the deciding one first; our value for a claim without a paired effect."""
@@ -424,15 +432,15 @@ def load_claims(path, conditions="resolved/conditions.json"):
     budgets = {name: c["steps"] for name, c in known.items()}
     rungs = {name: c["rungs"] for name, c in known.items()}
     return [{**c, "read_at": read_at(c, budgets, rungs), "named_rung": named_rung(c, rungs)}
-            for c in json.loads(Path(path).read_text())]
+            for c in as_dicts(read_claims(path))]
 
 
-RECORD = re.compile(r"results/(?:evaluate|pretrain)/[^/]+/([^/*]+)/seed_")
+RECORD = re.compile(r"results/(?:evaluate|pretrain)/[^/]+/([^/*]+)/seed_")     # in a claim in path form (in_path_form)
 
 
 def section_conditions(judged, registered):
     """The conditions a section's claims read, in the order the registry names them."""
-    found = [c for claim in judged for c in RECORD.findall(repr(registered.get(claim["id"], {})))]
+    found = [c for claim in judged for c in RECORD.findall(repr(in_path_form(registered.get(claim["id"], {}))))]
     return list(dict.fromkeys(found))
 
 
@@ -450,7 +458,7 @@ def _figure_and_step(key):
 def _arm_source(claim, name, registered):
     """(condition, figure, step) of a claim's arm read from a single condition (step None: the
     budget), or None for an arm pooled over conditions or read at a rung named by index."""
-    spec = ((registered.get(claim["id"]) or {}).get("arms") or {}).get(name) or {}
+    spec = in_path_form(((registered.get(claim["id"]) or {}).get("arms") or {}).get(name) or {})
     where = _figure_and_step(((claim.get("arms") or {}).get(name) or {}).get("key"))
     named = RECORD.findall(repr(spec))
     if where is None or not isinstance(spec.get("files"), str) or len(set(named)) != 1:

@@ -17,7 +17,7 @@ import numpy as np
 
 from contrastive.train import augment_options as train_augment_options
 
-from ..judge.verdicts import STYLE, rank as verdict_rank
+from ..judge.verdicts import NOT_TESTED, STYLE, rank as verdict_rank
 from .claims_view import number, our_effect, published_effect, scale_unit
 
 def svg_markup(fig, alt, key):
@@ -65,7 +65,7 @@ def forest_rows(claims):
 
 
 def forest_plot(claims):
-    """Every claim's effect and 95% interval in its own unit, one panel per unit (points of accuracy
+    """Every claim's effect and interval in its own unit, one panel per unit (points of accuracy
     first), each row with its margin as a grey band and the published effect as a black bar, grouped
     by verdict; each row links to its claim (#claim-<id>)."""
     rows = forest_rows(claims)
@@ -96,7 +96,7 @@ def forest_plot(claims):
         ax.set_xlabel(UNITS.get(unit, f"effect in {unit}" if unit else OWN_UNIT), fontsize=9)
         ax.grid(axis="x", alpha=0.3)
     handles = [plt.Line2D([], [], color=c, marker=m, lw=2, label=v) for v, (c, m) in STYLE.items()
-               if v != "not tested" and any(r["verdict"] == v for r in rows)]
+               if v != NOT_TESTED and any(r["verdict"] == v for r in rows)]
     handles += [plt.Line2D([], [], color="black", marker="|", ms=10, mew=2, lw=0, label="published effect"),
                 plt.Rectangle((0, 0), 1, 1, color="#e6e6e6", label="inside the margin")]
     fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=9, frameon=False)
@@ -106,7 +106,7 @@ def forest_plot(claims):
 
 def published_vs_ours(claims):
     """One point per claim with both a published and our effect, in the claim's unit: x published,
-    y ours with its 95% interval; the diagonal is agreement in size, the shaded quadrants agreement in
+    y ours with its interval; the diagonal is agreement in size, the shaded quadrants agreement in
     sign. Points are numbered; the key beside the axes names each claim (and links to it)."""
     points = [(published_effect(c), c) for c in claims if published_effect(c) is not None
               and number((c.get("contrast") or {}).get("diff_mean")) is not None]
@@ -143,7 +143,7 @@ def published_vs_ours(claims):
 
 
 def ladder_grid(claims, columns=4):
-    """One small panel per ladder claim: the primary effect (claim's unit) and its 95% interval
+    """One small panel per ladder claim: the primary effect (claim's unit) and its interval
     against training steps (log axis), the margin band and the published effect."""
     ladder = [c for c in claims if c.get("ladder")]
     rows = max(1, -(-len(ladder) // columns))

@@ -8,12 +8,14 @@ from pathlib import Path
 import pandas as pd
 
 from . import claims_view as rc
+from ..judge.probes import probe_title
+
+SHOWN = ("linear", "linear_full", "knn")     # the probes on h the table shows, in its order
 
 
 def probe_names(protocol):
     """{metric key on h: column title} in the words of the record's own protocol."""
-    return {"linear": f"linear, {protocol['labels_per_class']} labels per class",
-            "linear_full": "linear, every label", "knn": f"{protocol['knn_k']}-NN"}
+    return {probe: probe_title(probe, protocol) for probe in SHOWN}
 
 
 def levels(root="."):

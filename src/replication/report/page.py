@@ -9,7 +9,7 @@ from collections import Counter
 from . import claims_view as rc
 from .claims_view import slug
 from ..judge.registration import amends, path_of
-from ..judge.verdicts import CLASS, DOCUMENT_VERDICTS, SHAPE, rank
+from ..judge.verdicts import CLASS, DOCUMENT_VERDICTS, SHAPE, TREND_RULES, level_label, rank, verdict_rules
 
 DOCUMENTS = [   # the three source documents, by their titles
     ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
@@ -50,9 +50,9 @@ PAPERS = [   # (short name as the registry's sources cite it, reference, link)
      "https://arxiv.org/abs/2007.00224"),
 ]
 
-TERMS = [   # terms the page uses besides the verdicts and trends, defined once
+TERMS = [   # terms the page uses besides the verdicts and trends, defined once; {level}: the registered level
     ("effect", "the paired per-seed difference between the claim's two arms, signed so that positive supports the "
-               "claim, in the claim's unit (points of accuracy, nats, ...), with its 95% t-interval"),
+               "claim, in the claim's unit (points of accuracy, nats, ...), with its {level} t-interval"),
     ("margin", "the smallest effect the registry counts as meaningful, in the claim's unit, fixed per claim in "
                "analysis/claims.yaml before the run"),
     ("at", "the training length (steps) at which the figure is read; the scale ladder's top rung for ladder claims"),
@@ -111,11 +111,11 @@ def counts_list(claims):
     return "<ul class='counts'>" + "".join(f"<li>{esc(line)}</li>" for line in rc.counts_text(claims)) + "</ul>"
 
 
-def lore_table(claims):
+def lore_table(claims, rules):
     """The studies the repository exists for (claims_view.LORE), one row each: the published effect
-    with its paper and setting, ours with its interval, rung and runs, the verdict with the magnitude
-    comparison, and the labels."""
-    head = ("<tr><th>study</th><th>published (paper: setting)</th><th>ours [95% interval], at, n</th>"
+    with its paper and setting, ours with its interval (at the level of the registry's `rules`), rung
+    and runs, the verdict with the magnitude comparison, and the labels."""
+    head = (f"<tr><th>study</th><th>published (paper: setting)</th><th>{esc(rc.ours_heading(rules))}, at, n</th>"
             "<th>verdict</th><th>labels</th></tr>")
     rows = "".join(
         f"<tr><td><b>{esc(study)}</b><br>{link(c)}</td><td>{esc(rc.published_text(c))}<br><small>"
@@ -126,10 +126,10 @@ def lore_table(claims):
     return f"<table class='lore'>{head}{rows}</table>"
 
 
-def first_screen(claims, title, summary):
+def first_screen(claims, title, summary, rules):
     """Title, the replication summary, the lore table and the counts: what the first screen holds."""
     return (f"<h1>{esc(title)}</h1><p class='summary'>{esc(summary)}</p><h2 id='sec-lore' class='lore'>The studies "
-            f"the repository exists for</h2>{lore_table(claims)}{counts_list(claims)}")
+            f"the repository exists for</h2>{lore_table(claims, rules)}{counts_list(claims)}")
 
 
 def definition_list(pairs, verdicts=False):
@@ -137,22 +137,26 @@ def definition_list(pairs, verdicts=False):
     return f"<dl class='legend'>{items}</dl>"
 
 
-def legend(verdict_rules, trend_rules):
-    """Every term of the page, defined once, near the top, folded."""
+def legend(rules):
+    """Every term of the page, defined once, near the top, folded; intervals at the level of the
+    registry's `rules`."""
+    level = level_label(rules)
     return ("<h2 id='sec-legend'>Legend</h2><details class='legend'><summary>Every verdict, trend and term of the "
-            "page, defined</summary><p>Verdicts of the literature's claims (m: the claim's margin; lo, hi: the 95% "
-            "interval of the effect):</p>"
-            + definition_list(verdict_rules, verdicts=True)
+            "page, defined</summary><p>Verdicts of the literature's claims (m: the claim's margin; lo, hi: the "
+            f"{level} interval of the effect):</p>"
+            + definition_list(verdict_rules(rules), verdicts=True)
             + "<p>Verdicts of the documents' printed examples and analytic facts:</p>"
             + definition_list(DOCUMENT_VERDICTS, verdicts=True)
             + "<p>Trends along the scale ladder (b: the slope per decade of steps):</p>"
-            + definition_list(trend_rules) + "<p>Other terms:</p>" + definition_list(TERMS) + "</details>")
+            + definition_list(TREND_RULES) + "<p>Other terms:</p>"
+            + definition_list([(term, text.format(level=level)) for term, text in TERMS]) + "</details>")
 
 
-def index_table(claims):
+def index_table(claims, rules):
     """One line per claim: verdict (and the original one when it changed), published and our effect
-    in one unit, the rung, the runs and the robustness label."""
-    head = ("<tr><th>claim</th><th>verdict</th><th>published</th><th>ours [95% interval]</th><th>at</th>"
+    in one unit (its interval at the level of the registry's `rules`), the rung, the runs and the
+    robustness label."""
+    head = (f"<tr><th>claim</th><th>verdict</th><th>published</th><th>{esc(rc.ours_heading(rules))}</th><th>at</th>"
             "<th>n</th><th>labels</th></tr>")
     rows = []
     for c in claims:
@@ -165,10 +169,10 @@ def index_table(claims):
     return f"<table class='index'>{head}{''.join(rows)}</table>"
 
 
-def folded_index(title, claims):
+def folded_index(title, claims, rules):
     """index_table folded under its title (a reader unfolds it when wanted)."""
     return (f"<details class='index-fold'><summary><b>{esc(title)} ({len(claims)})</b></summary>"
-            f"{index_table(rc.by_verdict(claims))}</details>")
+            f"{index_table(rc.by_verdict(claims), rules)}</details>")
 
 
 def original_vs_current(claims):
@@ -238,8 +242,8 @@ def contrast_lines(claim):
 
 
 def robustness_table(claim):
-    """The registered alternatives with their verdicts and effects (in the claim's unit, with the
-    95% interval), when claims.json has them."""
+    """The registered alternatives with their verdicts and effects (in the claim's unit, with their
+    interval), when claims.json has them."""
     alternatives = (claim.get("robustness") or {}).get("alternatives") or []
     if not alternatives:
         return ""

@@ -1,0 +1,220 @@
+"""The scale ladder: the rungs a claim is read at, and what the rungs say about its effect.
+
+Rule: a ladder claim is judged at every trained rung its conditions share (equal steps), or, on a
+registered compute basis, at the pairs of a's and b's rungs at which both have spent the same
+(matched_steps: step_a x cost_a = step_b x cost_b); its top rung (pair) is the primary one. A claim
+off the ladder is read at its runs' budget. Along the rungs:
+    convergence   each contrast's per-seed change over the last doubling of steps before the primary
+                  rung, with its interval, against rules.convergence_fraction x margin
+                  (verdicts.convergence); each arm's own move beside it, described
+    trend         the effect's slope per decade of steps over the rungs where both arms trained
+                  (verdicts.ladder_trend), in the claim's unit and on the logit scale for accuracies;
+                  a contradicted top rung says whether it may be a scale artefact
+"""
+from . import gates, probes, verdicts
+from .measure import (InputError, at_step, conditions_of, key_of, measure_by_seed, read_record, record_paths,
+                      record_pattern)
+
+EQUAL_STEPS = ("equal steps", "equal updates")     # bases that pair every arm at the same step
+
+
+# ---------------------------------------------------------------- where a claim is read
+
+def primary(claim, top, root):
+    """The registered primary analysis: the probe the arms read, the rung (the top rung pair of a
+    ladder claim, `top`; else the runs' budget) and the compute basis."""
+    return {"probe": primary_probe(claim), "rung": pair_label(top) if top else budget(claim, root),
+            "basis": claim["basis"]}
+
+
+def primary_probe(claim):
+    """The class-label probe the claim's arms read (probes.PANEL), else the key of its first arm."""
+    key = key_of(next(iter(claim["arms"].values()))) if claim.get("arms") else None
+    last = (key or "").rsplit(".", 1)[-1]
+    return last if last in probes.PANEL else key
+
+
+def budget(claim, root):
+    """The steps a non-ladder claim reads its runs at (their budget, from the training records):
+    one number when every arm shares it, else {arm: steps}."""
+    steps = {}
+    for name, spec in claim["arms"].items():
+        for condition in conditions_of(spec):
+            found = record_paths(condition, "training", root)
+            if found:
+                steps.setdefault(name, read_record(found[0], root)["config"]["steps"])
+    return next(iter(steps.values())) if len(set(steps.values())) == 1 else steps or None
+
+
+def claim_at(claim, step, arm_steps=None):
+    """A ladder claim as judged at one rung (or each arm at its own rung, `arm_steps`)."""
+    arms = {name: at_step(spec, (arm_steps or {}).get(name, step)) for name, spec in claim["arms"].items()}
+    return {**claim, "arms": arms, "_step": step, "_arm_steps": arm_steps or {}}
+
+
+def at_pair(claim, pair):
+    """A ladder claim at one rung pair ({arm: step}; one step for every arm on equal steps)."""
+    steps = set(pair.values())
+    return claim_at(claim, steps.pop()) if len(steps) == 1 else claim_at(claim, pair[claim["a"]], pair)
+
+
+def pair_label(pair):
+    """A rung pair as shown: one step, or {arm: step} when the basis pairs different steps."""
+    steps = set(pair.values())
+    return next(iter(steps)) if len(steps) == 1 else dict(pair)
+
+
+def ladder_rungs(claim, root="."):
+    """The trained rungs (steps above 0) that every condition of a ladder claim was evaluated at."""
+    common = None
+    for condition in (c for spec in claim["arms"].values() for c in conditions_of(spec)):
+        rungs = set(gates.rungs_of(condition, root))
+        common = rungs if common is None else common & rungs
+    rungs = sorted(r for r in common or () if r > 0)
+    if not rungs:
+        raise InputError(f"claim {claim['id']}: its conditions share no trained rung; run their evaluate stages")
+    return rungs
+
+
+def matched_rungs(claim, basis, root="."):
+    """The rung pairs ({arm: step}, ascending) a ladder claim is judged at on a compute basis: every
+    common trained rung on equal steps (or updates); else the pairs of a's and b's rungs at which
+    both have spent the same (matched_steps), which the registry allows for two arms."""
+    if basis in EQUAL_STEPS:
+        return [{name: step for name in claim["arms"]} for step in ladder_rungs(claim, root)]
+    a, b = claim["a"], claim["b"] if isinstance(claim["b"], str) else claim["b"][0]
+    (ca,), (cb,) = conditions_of(claim["arms"][a]), conditions_of(claim["arms"][b])
+    pairs = matched_steps(gates.rungs_of(ca, root), gates.rungs_of(cb, root),
+                          cost_per_step(_config(ca, root), basis), cost_per_step(_config(cb, root), basis))
+    if not pairs:
+        raise InputError(f"claim {claim['id']}: no rungs of {ca} and {cb} spend the same on '{basis}'; "
+                         "add ladder rungs to params.yaml that pair up, or register another basis")
+    return [{a: sa, b: sb} for sa, sb in pairs]
+
+
+def cost_per_step(config, basis):
+    """What one training step of a run (its training record's config) spends on a compute basis:
+    one update; `batch` images; or its encoder passes, views x batch (a forward pass counts whether
+    or not it is back-propagated: the memory bank encodes one view per image, every other method two,
+    MoCo's second through its key encoder)."""
+    if basis in EQUAL_STEPS:
+        return 1
+    if basis == "equal images":
+        return config["batch"]
+    return config["batch"] * (1 if config["method"] == "memory_bank" else 2)
+
+
+def matched_steps(rungs_a, rungs_b, cost_a, cost_b):
+    """Every pair of trained rungs (step_a, step_b), ascending, at which the two arms have spent the
+    same on a basis: step_a x cost_a = step_b x cost_b."""
+    return sorted((ra, rb) for ra in rungs_a for rb in rungs_b if ra > 0 and rb > 0 and ra * cost_a == rb * cost_b)
+
+
+def _config(condition, root):
+    found = record_paths(condition, "training", root)
+    if not found:
+        raise InputError(f"{record_pattern(condition, 'training')}: no training record; run its pretrain stage")
+    return read_record(found[0], root)["config"]
+
+
+# ---------------------------------------------------------------- what the rungs say
+
+def rung_summary(pair, out):
+    """One rung pair's verdict; `step` is a's (every arm's on equal steps), `arm_steps` each arm's
+    where the basis pairs different steps."""
+    label = pair_label(pair)
+    return {"step": next(iter(pair.values())), "arm_steps": None if isinstance(label, int) else label,
+            "verdict": out["verdict"], "arms": out["arms"], "contrasts": out.get("contrasts", [])}
+
+
+def untrained_levels(claim, root):
+    """Each arm's figure at step 0 (the evaluation of the untrained encoder, on the arm's own
+    measure), mean over seeds; only arms that read an evaluation at a rung have one."""
+    levels = {}
+    for name, spec in claim["arms"].items():
+        if (key_of(spec) or "").startswith("at.{step}."):
+            values = list(measure_by_seed(at_step(spec, 0), root).values())
+            levels[name] = sum(values) / len(values) if values else None
+    return levels
+
+
+def convergence(claim, pairs, judged, rules):
+    """Whether the claim's effect has settled: each contrast's per-seed change over the last doubling
+    of steps before the primary pair, with its interval, against the registered threshold
+    (verdicts.convergence); each arm's own move beside it, described (_arm_move)."""
+    threshold = rules["convergence_fraction"] * claim["margin"]
+    a_steps = [p[claim["a"]] for p in pairs]
+    start = gates.previous_rung(a_steps, a_steps[-1])
+    contrasts = []
+    for k, after in enumerate(judged[-1].get("contrasts") or []):
+        before = judged[a_steps.index(start)]["contrasts"][k] if start is not None else None
+        contrasts.append(verdicts.convergence(before, after, threshold, rules,
+                                              start and pairs[a_steps.index(start)][claim["a"]], a_steps[-1]))
+    known = [c["converged"] for c in contrasts]
+    arms = {name: _arm_move([p[name] for p in pairs], [o["arms"][name] for o in judged], threshold)
+            for name in claim["arms"]}
+    return {"threshold": threshold, "contrasts": contrasts, "arms": arms,
+            "converged": False if False in known else True if known and all(known) else None}
+
+
+def _arm_move(steps, judged_arms, threshold):
+    """How far one arm's mean moved over the last doubling before its top rung, read off the arm as
+    judged at each rung (`steps`, `judged_arms`: ascending); descriptive, the contrast decides."""
+    start = gates.previous_rung(steps, steps[-1])
+    if start is None:
+        return {"converged": None, "reason": f"judged at no rung between {steps[-1] // 2} and {steps[-1]} steps"}
+    before = dict(zip(judged_arms[steps.index(start)]["seeds"], judged_arms[steps.index(start)]["values"]))
+    after = dict(zip(judged_arms[-1]["seeds"], judged_arms[-1]["values"]))
+    seeds = [s for s in after if s in before]
+    if len(seeds) < 2:
+        return {"converged": None, "reason": "fewer than two runs reached both rungs"}
+    move = sum(after[s] - before[s] for s in seeds) / len(seeds)
+    return {"from_step": start, "to_step": steps[-1], "move": move, "threshold": threshold,
+            "converged": abs(move) < threshold}
+
+
+def _both_trained(rung, c):
+    """Whether both arms of a contrast beat their controls at a rung (unknown counts as trained)."""
+    for name in (c["a"], c["b"]):
+        controls = rung["arms"].get(name, {}).get("control") or {}
+        if any(not g["trained"] for g in controls.values()):
+            return False
+    return True
+
+
+def add_trend(out, rules):
+    """Per contrast of a judged ladder claim: the trend along the rungs where both arms trained, in
+    the claim's unit and on the logit scale for accuracies; a contradicted top rung says whether it
+    may be a scale artefact. The main contrast's trend label becomes the claim's."""
+    ladder = out["ladder"]
+    for i, c in enumerate(out["contrasts"]):
+        per_rung = [(r["step"], r["contrasts"][i]) for r in ladder if _both_trained(r, r["contrasts"][i])]
+        steps = [s for s, _ in per_rung]
+        effects = [dict(zip(rc["seeds"], rc.get("diffs") or [])) for _, rc in per_rung]
+        first = per_rung[0][1]["verdict"] if per_rung else None
+        c["trend"] = verdicts.ladder_trend(steps, effects, c["margin"], first, c["verdict"], rules)
+        logits = [dict(zip(rc["seeds"], rc["logit"]["diffs"])) for _, rc in per_rung if rc.get("logit")]
+        if c.get("logit") and len(logits) == len(per_rung):
+            mean_b = out["arms"][c["b"]]["mean"]
+            margin = c["margin"] / max(mean_b * (1 - mean_b), 1e-3)     # the margin near b's level, in logits
+            c["trend_logit"] = verdicts.ladder_trend(steps, logits, margin, first, c["verdict"], rules)
+        if c["verdict"] == verdicts.CONTRADICTED:
+            c["scale_artefact"] = _scale_artefact(c, out.get("convergence"))
+    main = out["contrasts"][0] if out.get("contrasts") else None
+    out["trend"] = ((main or {}).get("trend") or {}).get("label")
+
+
+def _scale_artefact(c, convergence):
+    """Why a contradicted top-rung contrast may be a scale artefact, or None when it is trustworthy:
+    its effect has settled (verdicts.convergence) and the trend does not grow toward the claim."""
+    reasons = []
+    mine = [k for k in (convergence or {}).get("contrasts") or [] if k.get("b") == c["b"]]
+    conv = mine[0] if mine else {}
+    if conv.get("converged") is False:
+        reasons.append(f"the effect still moved by {conv['change']:+.3g} from step {conv['from_step']} to "
+                       f"{conv['to_step']}")
+    elif conv.get("converged") is None:
+        reasons.append(f"its convergence is not shown ({conv.get('reason', 'not measured')})")
+    if (c.get("trend") or {}).get("label") == "grows toward the claim":
+        reasons.append("the effect grows toward the claim with training")
+    return "; ".join(reasons) or None
