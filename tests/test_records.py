@@ -2,11 +2,15 @@
 and writes back byte for byte, and a file with a missing, extra or mistyped field is refused with
 one line naming the claim and the field, before anything is written."""
 import json
+import math
+import os
+import subprocess
+import sys
 
 import pytest
 
 from helpers import ROOT
-from replication.judge.record import RecordError, as_dicts, claims_text, read_claims, write_claims
+from replication.judge.record import RecordError, as_dicts, claims_text, read_claims, rounded, write_claims
 
 COMMITTED = ROOT / "reports" / "claims.json"
 
@@ -57,3 +61,33 @@ def test_unreadable_files_are_one_line(tmp_path):
     (tmp_path / "object.json").write_text("{}")
     with pytest.raises(RecordError, match="a list of judged claims"):
         read_claims(tmp_path / "object.json")
+
+
+def _above_avx2():
+    """numpy's dispatch targets above AVX2 (x86-64-v3) that this CPU has: the ones an AVX2-only CPU lacks."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    return [t for t in __cpu_dispatch__ if t not in ("X86_V2", "X86_V3") and __cpu_features__.get(t)]
+
+
+def test_a_cpu_without_avx512_judges_the_committed_results_to_the_same_bytes(tmp_path):
+    """numpy as on an AVX2-only CPU (its AVX-512 kernels switched off) judges the committed results
+    to the committed reports/claims.json: figures are written rounded (record.SIGNIFICANT), so the
+    last binary digit that vectorised log and exp round differently never reaches the file."""
+    disabled = _above_avx2()
+    if not disabled:
+        pytest.skip("this CPU has no numpy kernel above AVX2 to switch off")
+    script = ("import sys; from replication.judge.judge import judge_registry; "
+              "from replication.judge.record import claims_text; from replication.run.config import read_resolved; "
+              "sys.stdout.write(claims_text(judge_registry(read_resolved('conditions'))[0]))")
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(disabled)}
+    judged = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert judged.returncode == 0, judged.stderr[-2000:]
+    assert judged.stdout == COMMITTED.read_text()
+
+
+def test_figures_are_rounded_to_the_same_digits_whatever_their_last_binary_digit():
+    x = 1.8190931665172159
+    assert rounded(x) == rounded(math.nextafter(x, 2)) == rounded(math.nextafter(x, 0)) == 1.81909316652
+    assert rounded({"a": [x, 3, True, "w"]}) == {"a": [1.81909316652, 3, True, "w"]}
+    assert rounded(rounded(x)) == rounded(x)

@@ -11,7 +11,8 @@ as CSV, so that `dvc plots show` and `dvc plots diff` draw them offline:
     loss/<study>.csv            each condition's training loss against steps (mean, min and max over seeds)
 
 A `series` column names the line a row belongs to (a claim, a condition): .dvc/plots/series.json
-draws one line per series.
+draws one line per series. Figures are written rounded as in claims.json (record.rounded), so that
+every CPU writes the same bytes.
 
 The claims are read defensively (missing or null fields are skipped, never guessed): claims.json
 grows fields as judging does, and these files only need the few described in claims.json's schema.
@@ -26,6 +27,7 @@ import numpy as np
 from ..io import atomic_path, write_json
 from .kinds import chance_loss
 from .measure import record_pattern
+from .record import rounded
 
 METRICS = "reports/metrics.json"
 PLOTS = "reports/plots"
@@ -33,7 +35,7 @@ PLOTS = "reports/plots"
 
 def write_dvc_files(judged, root="."):
     """Write reports/metrics.json and the plot data under reports/plots/ for a list of judged claims."""
-    write_json(Path(root, METRICS), claim_metrics(judged))
+    write_json(Path(root, METRICS), rounded(claim_metrics(judged)))
     plots = Path(root, PLOTS)
     _write_csv(plots / "forest.csv", forest_rows(judged))
     _write_csv(plots / "published_vs_ours.csv", published_rows(judged))
@@ -118,7 +120,7 @@ def _write_csv(path, rows):
         if rows:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(rounded(rows))
 
 
 def _write_folder(folder, tables):

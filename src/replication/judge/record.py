@@ -17,7 +17,10 @@ A claims.json is a list of Judgements, one per claim of the registry:
       robustness   the verdict under each registered Alternative
 
 Fields are written in the order they are declared (a not-tested claim carries its note before its
-labels, as it always has), so that the same judgement gives the same bytes.
+labels, as it always has), and every figure to SIGNIFICANT digits (rounded): CPUs round a figure's
+last binary digit differently (numpy's vectorised log and exp on AVX2 against AVX-512 gave two
+figures of run 2 that differed in their 16th digit), so the same judgement gives the same bytes on
+every CPU. Verdicts are decided on the unrounded figures, before they are written.
 """
 import json
 from pathlib import Path
@@ -25,11 +28,12 @@ from typing import Any, Literal
 
 from pydantic import ValidationError, model_serializer
 
-from ..io import json_text, write_json
+from ..io import atomic_path, json_text
 from ..schema import Strict, one_line
 from .verdicts import VERDICTS
 
 CLAIMS = Path("reports/claims.json")
+SIGNIFICANT = 12                         # digits of every figure written: far above any figure's precision
 
 Number = int | float                     # as judged: an int stays an int, so the bytes do not move
 Interval = list[Number | None]           # [lo, hi] at the registered level (keys named *ci95)
@@ -319,16 +323,30 @@ def as_record(judged, where="claims"):
         raise RecordError(one_line(e, f"{where}: claim {judged.get('id', '?')}")) from None
 
 
-def claims_text(judged):
-    """The text of reports/claims.json for these judgements (each checked against Judgement)."""
-    return json_text([as_record(j).model_dump(exclude_unset=True) for j in judged])
+def rounded(value):
+    """`value` with every float inside it rounded to SIGNIFICANT digits (ints, words and flags as
+    they are)."""
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT}g}")
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    return value
+
+
+def claims_text(judged, path=CLAIMS):
+    """The text of reports/claims.json for these judgements: each checked against Judgement (else
+    RecordError naming the claim and field), its figures rounded."""
+    return json_text([rounded(as_record(j, str(path)).model_dump(exclude_unset=True)) for j in judged])
 
 
 def write_claims(judged, path=CLAIMS):
     """Write reports/claims.json (atomically) from the judgements; RecordError before writing when
     one does not fit the record."""
-    records = [as_record(j, str(path)).model_dump(exclude_unset=True) for j in judged]
-    write_json(path, records)
+    text = claims_text(judged, path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 def read_claims(path=CLAIMS, text=None):
