@@ -7,6 +7,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
+# STAGE and SET reach the shell only as environment variables ("$$STAGE"), never as recipe text: a
+# value such as `x;touch FILE` stays one argument, which the tools check.
+export STAGE SET
+
+# Before anything reads params.yaml (every DVC command does: dvc.yaml's foreach is read from it): no file
+# the pipeline reads or writes leads out of the repository through a symlink (replication/io.py), and
+# params.yaml's values pass the config check (DVC's own YAML reader expands an alias bomb without end).
+CHECK := $(BIN)/python -m replication.io && $(BIN)/python -m replication.run.config params.yaml
 
 .PHONY: setup repro exp status repro-all repro-stage relock compare readme smoke bench test test-fast browser clean-venv
 
@@ -21,7 +29,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # On a clone without DVC's cache (datasets, checkpoints) it reruns only what an edit changed, and
 # retrains what the clone lacks only with RETRAIN=1 (tools/repro.py says which stages and how long).
 repro: setup
-	$(BIN)/python -m replication.run.config params.yaml
+	$(CHECK)
 	$(BIN)/python -m tools.repro $(if $(RETRAIN),--retrain)
 	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html"
@@ -30,31 +38,33 @@ repro: setup
 # plans `dvc exp run -S` with params.yaml put back afterwards, and runs it only when it retrains
 # nothing this clone lacks, or with RETRAIN=1 (tools/repro.py).
 exp: setup
-	$(BIN)/python -m replication.run.config params.yaml
-	$(BIN)/python -m tools.repro $(foreach s,$(SET),--set=$(s)) $(if $(RETRAIN),--retrain)
+	$(CHECK)
+	$(BIN)/python -m tools.repro --set="$$SET" $(if $(RETRAIN),--retrain)
 
 # What is truly stale, in a few lines (`dvc status` lists every file a clone lacks); runs nothing.
-# params.yaml is checked first: DVC's own YAML reader expands an alias bomb without end.
 status: setup
-	$(BIN)/python -m replication.run.config params.yaml
+	$(CHECK)
 	$(BIN)/python -m tools.repro --status
 
 # Every stage, whether stale or not (dvc repro -f): the documents' examples too. Records the time
 # in reports/repro_timing.json with this CPU's model; `make compare` then lists what moved.
 repro-all: setup
-	$(BIN)/python -m replication.run.config params.yaml
+	$(CHECK)
 	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f
 	$(BIN)/python -m tools.readme
 	@echo "Report: $(CURDIR)/reports/report.html; compare with the committed results: make compare"
 
 # One stage from scratch (dvc repro -f -s), timed into reports/stage_times.json with this CPU's
-# model: a long run done stage by stage, e.g. `make repro-stage STAGE=pretrain@head`.
+# model: a long run done stage by stage, e.g. `make repro-stage STAGE=pretrain@head` (`dvc stage list`
+# names them; tools/timing.py refuses any other STAGE, an empty one included).
 repro-stage: setup
-	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f -s $(STAGE)
+	$(CHECK)
+	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f -s "$$STAGE"
 
 # A code edit that changes no result (a check, a docstring, a module moved): record the new code
 # hashes in dvc.lock without rerunning (tools/relock.py; stages with any other change stay stale).
 relock: setup
+	$(CHECK)
 	$(BIN)/python -m tools.relock --write
 
 # Verdict changes and effect shifts of reports/claims.json against the committed one.
@@ -63,6 +73,7 @@ compare: setup
 
 # Refresh README's measured figures and pipeline diagram from the pipeline's files.
 readme: setup
+	$(CHECK)
 	$(BIN)/python -m tools.readme
 
 # The whole chain with tiny budgets, in a temporary copy (never touches this tree's results).

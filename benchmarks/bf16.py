@@ -1,54 +1,51 @@
-"""bfloat16 autocast on the CPU against float32: the study's encoder step, side by side.
+"""bfloat16 autocast against float32 on the CPU at hand: the default arm's training step, side by side.
 
-    python benchmarks/bf16.py [--threads 1] [--batch 256]
+    python benchmarks/bf16.py [--threads 1] [--batch 128]
 
-One SimCLR step of the studies' model (small CNN + MLP head, two views of `batch` 32 x 32 images,
-NT-Xent, backward) in channels_last, once in float32 and once with the encoder under bfloat16
-autocast (the loss and similarity matrix stay in float32), timed in alternation. Whether the study
-may adopt bf16 also needs its effects to stay within their intervals (the scale-ladder work); this
-prints only the speed ratio on the CPU at hand. CPUs without native bf16 (no AVX512-BF16 or AMX)
-emulate it and are expected to be slower.
+The default arm (resolved/pretrain/simclr_mocov2.json: simclr) trained as a run trains it, by
+contrastive.train.train: two augmented views, forward, backward and Adam, channels_last as
+configured; STEPS steps per call, once in float32 and once with the encoder and head under bfloat16
+autocast (the loss and similarity matrix stay in float32), the calls alternated. The images are
+random (the step's time does not depend on them). Prints each precision's seconds per step, their
+ratio and the CPU's native capabilities (contrastive.train.cpu_capabilities). On a CPU without
+native bf16 (no AVX512-BF16 or AMX) bf16 is emulated: this measures it, and a run refuses it.
 """
+import copy
 import sys
 
 import torch
 
 from common import alternate, header, record, step_args
-from contrastive.losses import nt_xent
-from contrastive.methods import SimCLR
-from contrastive.models import SmallCNN, make_head
+from contrastive.methods import build_method
+from contrastive.train import CAPABILITIES, cpu_capabilities, train
+from replication.run.config import StudyConfig, read_resolved
 
-
-def cpu_flags():
-    try:
-        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return []
-    return [f for f in ("avx512_bf16", "amx_bf16", "amx_tile") if f in flags]
+STEPS = 5               # training steps per timed call
+IMAGES = 2048           # the random training set the batches are drawn from
 
 
 def main(argv):
-    a = step_args(argv, __doc__, batch=256)
-    model = SimCLR(SmallCNN(), make_head("mlp", 64), lambda z1, z2: nt_xent(z1.float(), z2.float(), 0.2))
-    model = model.to(memory_format=torch.channels_last)
-    v1, v2 = (v.contiguous(memory_format=torch.channels_last) for v in torch.rand(2, a.batch, 3, 32, 32))
+    a = step_args(argv, __doc__, batch=128)
+    cfg = read_resolved("pretrain/simclr_mocov2", StudyConfig).conditions["simclr"]
+    cfg = cfg.model_copy(update={"batch": a.batch, "steps": STEPS})
+    x, y = torch.rand(IMAGES, 3, 32, 32), torch.zeros(IMAGES, dtype=torch.long)
+    arm = build_method(cfg, n_data=IMAGES, n_classes=1)
 
-    def step(bf16):
-        def run():
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                loss, _ = model(v1, v2)
-            loss.backward()
-        return run
+    def steps(precision):
+        return lambda: train(copy.deepcopy(arm), x, y, torch.Generator().manual_seed(0), cfg, progress=False,
+                             precision=precision)
 
-    t = alternate({"float32": step(False), "bfloat16 autocast": step(True)}, repeats=7, warmup=2)
-    header(f"SimCLR step (forward + backward), batch {a.batch} x 2 views, {a.threads} thread(s)")
-    native = ", ".join(cpu_flags()) or "none (emulated)"
-    print(f"# native bf16 instructions: {native}")
-    ratio = t["float32"] / t["bfloat16 autocast"]
-    print(f"float32 {1e3 * t['float32']:.1f} ms, bfloat16 autocast {1e3 * t['bfloat16 autocast']:.1f} ms: "
-          f"bf16 is {ratio:.2f}x the speed of float32")
-    record("bf16", {"threads": a.threads, "batch": a.batch, "native_bf16": cpu_flags(),
-                    "float32_ms": 1e3 * t["float32"], "bf16_ms": 1e3 * t["bfloat16 autocast"], "speedup": ratio})
+    t = alternate({"float32": steps("fp32"), "bfloat16 autocast": steps("bf16")}, repeats=7, warmup=2)
+    fp32_ms, bf16_ms = (1e3 * t[name] / STEPS for name in ("float32", "bfloat16 autocast"))
+    capabilities = cpu_capabilities()
+    header(f"the default arm's training step (views, forward, backward, Adam), batch {a.batch}, "
+           f"{'channels_last' if cfg.channels_last else 'NCHW'}, {a.threads} thread(s)")
+    flags = ", ".join(name for name in CAPABILITIES if capabilities[name]) or "none of them"
+    print(f"# {', '.join(CAPABILITIES)}: {flags}; bf16 {'native' if capabilities['native_bf16'] else 'emulated'}")
+    print(f"float32 {fp32_ms:.1f} ms, bfloat16 autocast {bf16_ms:.1f} ms per step: "
+          f"bf16 is {fp32_ms / bf16_ms:.2f}x the speed of float32")
+    record("bf16", {"threads": a.threads, "batch": a.batch, "channels_last": cfg.channels_last, "steps_per_call": STEPS,
+                    "float32_ms": fp32_ms, "bf16_ms": bf16_ms, "speedup": fp32_ms / bf16_ms})
     return 0
 
 

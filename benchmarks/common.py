@@ -44,12 +44,13 @@ RESULTS = Path(__file__).resolve().parents[1] / "reports" / "benchmarks"
 
 
 def record(name, figures):
-    """Write a benchmark's figures, with the machine and date, to reports/benchmarks/<name>.json
-    (README's benchmark table is generated from these files)."""
+    """Write a benchmark's figures, with the machine, its native capabilities and the date, to
+    reports/benchmarks/<name>.json (README's benchmark table is generated from these files)."""
     import torch
+    from contrastive.train import cpu_capabilities
     from replication.io import write_json
-    write_json(RESULTS / f"{name}.json", {"machine": machine(), "torch": torch.__version__,
-                                          "date": time.strftime("%Y-%m-%d"), **figures})
+    write_json(RESULTS / f"{name}.json", {"machine": machine(), "capabilities": cpu_capabilities(),
+                                          "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), **figures})
 
 
 def header(title):

@@ -1,7 +1,8 @@
 """The first import of every stage: a stage started by an interpreter without the project's packages
 (a shell where .venv is not active, so DVC's `python` is the system one) says so in one line and
-exits with status 2 before anything is read or written, instead of a traceback. Standard library
-only, and no stage depends on it in dvc.yaml: it changes no result."""
+exits with status 2 before anything is read or written, instead of a traceback; so does a pipeline
+file that a symlink leads out of the repository (replication.io.require_inside). The standard
+library until the packages are found, and no stage depends on it in dvc.yaml: it changes no result."""
 import importlib.util
 import sys
 
@@ -12,3 +13,7 @@ if missing:
     print(f"error: {sys.executable} is not the project's interpreter (it lacks {', '.join(missing)}); run "
           "stages with `make repro`, or `source .venv/bin/activate` first", file=sys.stderr)
     raise SystemExit(2)
+
+from replication.io import require_inside  # noqa: E402  (only once the packages are found)
+
+require_inside()

@@ -5,6 +5,9 @@ Reads resolved/determinism.json. Writes results/determinism.json: whether the re
 bit-identical, and every figure that moves with the thread count, with both values.
 """
 import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
+import sys
+
+from contrastive.train import PrecisionError
 from replication.run.config import DeterminismConfig, read_resolved
 from replication.run.datasets import dataset_for
 from replication.io import stage_outputs, write_json
@@ -26,8 +29,12 @@ def run(config, threads):
 if __name__ == "__main__":
     config = read_resolved("determinism", DeterminismConfig)
     first, *others = config.determinism.thread_counts
-    reference, repeat = run(config, first), run(config, first)
-    by_threads = {threads: differences(reference, run(config, threads)) for threads in others}
+    try:
+        reference, repeat = run(config, first), run(config, first)
+        by_threads = {threads: differences(reference, run(config, threads)) for threads in others}
+    except PrecisionError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
     results = {"params": config.determinism.model_dump(), "reference": reference,
                "repeat_differences": [list(d) for d in differences(reference, repeat)],
                "thread_differences": {str(t): [list(d) for d in diff] for t, diff in by_threads.items()}}

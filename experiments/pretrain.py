@@ -16,6 +16,7 @@ import sys
 
 from contrastive.data import DataError
 from contrastive.distributed import init_from_env, rank, select_device, world_size
+from contrastive.train import PrecisionError
 from replication.run.config import ParamsError, StudyConfig, check_name, read_resolved
 from replication.io import stage_outputs
 from replication.run.train import map_runs, save_run, train_run, training_tasks
@@ -39,6 +40,6 @@ if __name__ == "__main__":
             for record, states in map_runs(train_run, training_tasks(study), workers, desc=f"pretrain@{study.study}"):
                 if rank() == 0:
                     save_run(study.study, record, states)
-        except DataError as e:
+        except (DataError, PrecisionError) as e:
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(1) from None

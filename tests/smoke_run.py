@@ -39,11 +39,20 @@ def status(cwd, *targets):
     return json.loads(result.stdout or "{}")
 
 
-def smoke_tree(folder):
-    """The project's files (no results) in `folder`, with the smoke profile selected. The registration
-    record is left out: it freezes the default params, which the smoke profile changes, so the
-    registered analysis would rightly refuse to judge the smoke run."""
+def smoke_copy(folder):
+    """The project's files (no results) in `folder`, with the smoke profile selected and training in
+    fp32: bf16 is emulated, and so refused, on a CPU without native bf16 (an AVX2-only one), and the
+    smoke run must pass on every CPU. The registered params.yaml's own precision is left as it is."""
     copy = copy_project(ROOT, folder, profile="smoke")
+    params = copy / "params.yaml"
+    params.write_text(re.sub(r"(?m)^precision: \w+", "precision: fp32", params.read_text()))
+    return copy
+
+
+def smoke_tree(folder):
+    """smoke_copy in `folder`, without the registration record: it freezes the default params, which
+    the smoke profile changes, so the registered analysis would rightly refuse to judge the smoke run."""
+    copy = smoke_copy(folder)
     for record in (copy / "analysis").glob("registration*.json"):      # every record and the amendments
         record.unlink()
     dvc_yaml = copy / "dvc.yaml"

@@ -76,8 +76,9 @@ def test_paired_verdicts_recompute():
         if contrast["verdict"] == "not testable here":
             assert contrast.get("reason"), c["id"]
             continue
-        if equal:
-            expected = ("reproduced" if -m < lo and hi < m else "contradicted" if lo > m or hi < -m
+        if equal:       # inside the margin, reproduced only where a positive control saw an effect of its size
+            seen = (c.get("positive_control") or {}).get("verdict") == "reproduced"
+            expected = ("reproduced" if -m < lo and hi < m and seen else "contradicted" if lo > m or hi < -m
                         else "inconclusive")
         elif lo > m:
             expected = "reproduced"

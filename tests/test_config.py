@@ -159,3 +159,76 @@ def test_a_stage_without_its_resolved_file_says_how_to_write_it(tmp_path, stage)
     result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().count("\n") == 0 and "resolve" in result.stderr
+
+
+# ---------------------------------------------------------------- bounds from the machine and the data (issue 55)
+
+# (case, key, value, what the one line must say): each passed the schema before, and failed after training began
+# or never stopped
+BEYOND = [
+    ("an absurd learning rate", "pretrain.defaults.lr", 1e300, "pretrain.defaults.lr: must be at most 10 (MAX_RATE"),
+    ("an absurd probe rate", "evaluate.probe_lr", 1e300, "evaluate.probe_lr: must be at most 10 (MAX_RATE"),
+    ("an absurd toy rate", "examples.toy2d.lr", 1e300, "examples.toy2d.lr: must be at most 10 (MAX_RATE"),
+    ("a toy spread of 1e300", "examples.toy2d.class_spread", 1e300, "class_spread: must be at most 100 (MAX_SPREAD"),
+    ("a toy view noise of 1e300", "examples.toy2d.view_noise", 1e300, "view_noise: must be at most 100 (MAX_SPREAD"),
+    ("a negative seed", "data.glyphs100.seed", -1, "data.glyphs100.seed: Input should be greater than or equal to 0"),
+    ("a negative determinism seed", "determinism.seed", -1, "determinism.seed: Input should be greater than or equal"),
+    ("an integer beyond int64", "examples.limits.mi_bound.symbols", 10 ** 20,
+     "examples.limits.mi_bound.symbols: 100000000000000000000 is beyond a 64-bit integer"),
+    ("a negative integer beyond int64", "examples.limits.mi_bound.seed", -10 ** 20, "beyond a 64-bit integer"),
+    ("a million test images", "evaluate.n_test", 10 ** 6,
+     "evaluate.n_test: 1,000,000 test images, but the largest test set, glyphs100's, has 5,000 "
+     "(data.glyphs100.n_test)"),
+    ("a million views", "evaluate.n_views", 10 ** 6, "evaluate.n_views: 1,000,000 test images, but the largest"),
+    ("more views than test images", "evaluate.n_views", 5001, "evaluate.n_views: 5,001 test images"),
+    ("1,000 labels of a class of 200", "evaluate.labels_per_class", 1000,
+     "evaluate.labels_per_class: 1,000 of each class, but a class of glyphs100 has 200 training images "
+     "(data/glyphs100.json)"),
+]
+
+
+@pytest.mark.parametrize("path,value,said", [c[1:] for c in BEYOND], ids=[c[0] for c in BEYOND])
+def test_values_beyond_the_machine_or_the_data_are_refused_in_one_line(monkeypatch, path, value, said):
+    monkeypatch.chdir(ROOT)                  # data/<name>.json, the datasets' manifests
+    with pytest.raises(ParamsError) as e:
+        parse_params(with_change(path, value))
+    assert said in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_labels_per_class_are_bounded_by_the_generator_where_the_manifest_is_of_other_sizes(monkeypatch):
+    """A manifest built at other sizes tells only the classes: a class then holds at most n_train / classes."""
+    from replication.run.config import dataset_sizes
+    monkeypatch.chdir(ROOT)
+    raw = with_change("data.glyphs100.n_train", 1000)
+    raw["evaluate"]["labels_per_class"] = 11
+    with pytest.raises(ParamsError, match=r"a class of glyphs100 has 10 training images \(data.glyphs100.n_train / "
+                                          r"100 classes\)"):
+        parse_params(raw)
+    params = parse_params(GOOD)
+    assert dataset_sizes(params.data, "glyphs100", "data") == (20000, 5000, 200, "data/glyphs100.json")
+    assert dataset_sizes(params.data, "cifar10", "data") is None          # read only at run time
+
+
+def test_a_queue_beyond_the_memory_is_refused(monkeypatch):
+    """A million 8,192-D keys: 32.8 GB of float32, refused on a 16 GB machine, taken on a 64 GB one."""
+    from replication.run import config
+    raw = with_change("pretrain.defaults.proj_dim", 8192)
+    raw["pretrain"]["defaults"]["queue"] = 1_000_000
+    monkeypatch.setattr(config, "memory_bytes", lambda: 16e9)
+    with pytest.raises(ParamsError) as e:
+        parse_params(raw)
+    assert "queue: 1,000,000 keys x 8,192 dims x 4 bytes = 32.8 GB, beyond this machine's 16.0 GB" in str(e.value)
+    monkeypatch.setattr(config, "memory_bytes", lambda: 64e9)
+    assert parse_params(raw).pretrain.defaults.queue == 1_000_000
+
+
+def test_threads_times_workers_beyond_the_cores_warn_and_do_not_refuse(tmp_path):
+    from replication.run.config import thread_warning
+    assert thread_warning(parse_params(GOOD), cores=2) is None
+    crowded = parse_params({**GOOD, "threads": 64, "workers": 64})
+    assert thread_warning(crowded, cores=2).startswith("warning: threads x workers = 64 x 64 on 2 cores")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**GOOD, "threads": 64, "workers": 64}))
+    result = subprocess.run([sys.executable, "-m", "replication.run.config", "params.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr.startswith("warning: threads x workers") \
+        and result.stderr.count("\n") == 1, result.stderr

@@ -14,8 +14,8 @@ import yaml
 
 from replication.judge.dvc_files import claim_metrics, write_dvc_files
 from tools.repro import RUN_COST, in_run_order, plan, registered_run_in_progress, report_progress
-from tools.timing import copy_project
 from helpers import judged_claims
+from smoke_run import smoke_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -149,7 +149,7 @@ def test_a_team_shares_checkpoints_through_a_remote(tmp_path):
     """One clone trains a study (smoke profile) and pushes to a local-folder remote; a second clone
     pulls, and an evaluation-only edit then reruns evaluation without retraining; a damaged
     checkpoint comes back with the command the checkpoint error suggests."""
-    first = copy_project(ROOT, tmp_path / "first", profile="smoke")
+    first = smoke_copy(tmp_path / "first")
     result = run(["dvc", "repro", "evaluate@head"], first)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     remote = tmp_path / "remote"

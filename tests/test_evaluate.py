@@ -204,6 +204,11 @@ def test_the_uncalibrated_probes_use_the_labelled_and_test_sets_of_every_probe()
     assert cheap["h"]["tolerance"] == pytest.approx(budget["h"]["tolerance"], abs=0.01)
     # the MLP rotation probe reads float32 features in both (on bf16 ones it moved beyond the pilot's rule)
     assert [cheap[name]["rotation_mlp"] for name in "hz"] == [budget[name]["rotation_mlp"] for name in "hz"]
+    # the all-label probe at a checkpoint below the budget (registration 3's every rung): the budget's, alone
+    rung = evaluate_representation(f, g, data, p, 0, views, full_labels=True)
+    assert {k: v for k, v in rung["h"].items() if k != "linear_full"} == every["h"]
+    assert [rung[name]["linear_full"] for name in "hz"] == [budget[name]["linear_full"] for name in "hz"]
+    assert rung["protocol"]["n_full"] == 120
 
 
 @pytest.mark.parametrize("value,named", [(0, "greater than or equal to 1"), (2.0, "valid integer"),

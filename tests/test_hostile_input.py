@@ -213,3 +213,94 @@ def test_outputs_written_together_are_all_new_or_all_old(tmp_path):
         for path in old.values():
             write_json(path, {"run": "new"})
     assert {json.loads(p.read_text())["run"] for p in old.values()} == {"new"}
+
+
+# ---------------------------------------------------------------- one line from every tool
+
+def tool(args, cwd):
+    """`python -m tools.<...>` in `cwd` with this checkout's tools."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("text", [(ROOT / "reports" / "claims.json").read_text()[:500], "not json\n", "\x00\xff"],
+                         ids=["truncated", "not JSON", "binary"])
+def test_compare_on_a_broken_claims_file_says_one_line(tmp_path, text):
+    (tmp_path / "broken.json").write_text(text, errors="surrogateescape")
+    result = tool(["tools.compare", "broken.json", str(ROOT / "reports" / "claims.json")], tmp_path)
+    assert result.returncode != 0 and result.stderr.count("\n") == 1, result.stderr[-2000:]
+    assert result.stderr.startswith("error: broken.json: not readable JSON"), result.stderr
+
+
+def test_compare_causes_with_a_tab_in_params_says_one_line(tmp_path):
+    for name in ("reports/claims.json", "analysis/claims.yaml", "params.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    git = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=tmp_path, env=git, check=True)
+    (tmp_path / "params.yaml").write_text(GOOD.replace("\n  probe_steps:", "\n\tprobe_steps:", 1))
+    result = tool(["tools.compare", "HEAD", "--causes"], tmp_path)
+    assert result.returncode != 0 and result.stderr.count("\n") == 1, result.stderr[-2000:]
+    assert result.stderr.startswith("error: params.yaml: not valid YAML (found character '\\t'"), result.stderr
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["--rules-changed", ""], "--rules-changed needs a text"),
+    (["--code-moved", "  ", "--why", "x"], "--code-moved needs a text"),
+    (["--rules-changed", "a rule", "--why", ""], "--why needs a text"),
+    (["--code-moved", "moved", "--rules-changed", "a rule", "--why", "x"], "exclude each other"),
+    (["--why", "x"], "--why goes with"),
+], ids=["empty rules", "blank code", "empty why", "both flags", "why alone"])
+def test_register_refuses_empty_texts_and_conflicting_flags_in_one_line(capsys, argv, said):
+    from tools.register import main
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_relock_never_records_a_registered_or_data_file():
+    """A registered margin edited, then `tools.relock --write`: the analysis stays stale, and says why;
+    an edited module (a file or a folder of them) is still relocked."""
+    from tools.relock import relockable
+    status = {"analyze": [{"changed deps": {"analysis/claims.yaml": "modified",
+                                            "src/replication/judge": "modified"}}],
+              "report": [{"changed deps": {"analysis/registration_2.json": "modified"}}],
+              "evaluate@head": [{"changed deps": {"src/replication/run/evaluate.py": "modified"}}],
+              "pretrain@head": [{"changed deps": {"src/contrastive": "modified"}}]}
+    lock = {"stages": {name: {"deps": [{"path": p} for change in changes for p in change["changed deps"]]}
+                       for name, changes in status.items()}}
+    ok, left = relockable(status, lock)
+    assert ok == ["evaluate@head", "pretrain@head"]
+    assert left == {"analyze": "analysis/claims.yaml modified, which is not code",
+                    "report": "analysis/registration_2.json modified, which is not code"}
+
+
+@pytest.mark.parametrize("date,said", [("2999-01-01", "in the future"), ("yesterday", "not a date")])
+def test_readme_leaves_out_a_timing_with_a_future_or_false_date(tmp_path, monkeypatch, capsys, date, said):
+    from tools import readme
+    monkeypatch.chdir(tmp_path)
+    write_json(tmp_path / "reports" / "repro_timing.json",
+               {"command": "dvc repro -f", "seconds": 60.0, "seconds_in_dvc": 1.0, "stages_run": ["resolve"],
+                "date": date, "cpu": "a CPU", "profile": "default"})
+    block = readme.figures_block()
+    err = capsys.readouterr().err
+    assert date not in block and "a CPU" not in block, block
+    assert err.count("\n") == 1 and err.startswith(f"warning: reports/repro_timing.json: date '{date}' is {said}"), err
+
+
+@pytest.mark.slow
+def test_the_report_notebook_writes_no_ipython_profile_into_the_system_temp_folder(tmp_path):
+    """IPython puts its profile in a temporary folder when IPYTHONDIR's parent does not exist."""
+    (tmp_path / "temp").mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "notebook.py").write_text("# %%\nprint(1)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR",
+                                                              "MPLCONFIGDIR")}
+    code = "from replication.report.notebook import render_notebook; render_notebook('notebook.py', 'out.html')"
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "work", env={**env, "TMPDIR": str(tmp_path / "temp")},
+                   check=True, capture_output=True, timeout=600)
+    assert list((tmp_path / "temp").iterdir()) == []
+    assert (tmp_path / "work" / ".cache" / "ipython").is_dir() and (tmp_path / "work" / "out.html").exists()

@@ -165,16 +165,38 @@ def test_a_z_arm_is_gated_on_z(tmp_path):
 
 # ---------------------------------------------------------------- robustness and convergence
 
-def test_a_probe_that_flips_the_sign_is_named(tmp_path):
-    """The linear probe puts a 10 points above b; kNN on centred features puts it 10 points below."""
+def test_a_probe_that_flips_the_sign_is_named_with_its_figure(tmp_path):
+    """The linear probe puts a 10 points above b; kNN on centred features puts it 10 points below:
+    a reversal, named with the alternative's effect and interval, not folded into 'depends on'."""
     records(tmp_path, "a", {300: {"linear": up(BASE, 0.1), "knn_centred": BASE}})
     records(tmp_path, "b", {300: {"linear": BASE, "knn_centred": up(BASE, 0.1)}})
-    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, effect_scale=100, effect_unit=" points",
+                         arms={"a": arm("a"), "b": arm("b")}), tmp_path)
     assert judged["verdict"] == "reproduced"
     by_choice = {(x["dimension"], x["choice"]): x["verdict"] for x in judged["robustness"]["alternatives"]}
     assert by_choice[("probe", "knn_centred")] == "contradicted" and by_choice[("probe", "wknn")] == "reproduced"
     assert by_choice[("probe", "linear_full")] == "reproduced"          # read at the budget
-    assert judged["robustness"]["label"] == "depends on: probe" and "depends on: probe" in judged["labels"]
+    assert judged["robustness"]["label"] is None
+    assert judged["robustness"]["reversals"] == ["reverses on centred kNN: -10 [-10, -10] points"]
+    assert judged["labels"] == ["reverses on centred kNN: -10 [-10, -10] points"]
+
+
+def test_a_probe_that_only_weakens_the_verdict_is_a_dependence_not_a_reversal(tmp_path):
+    records(tmp_path, "a", {300: {"linear": up(BASE, 0.1), "knn_centred": up(BASE, 0.01)}})
+    records(tmp_path, "b", {300: BASE})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["verdict"] == "reproduced" and judged["robustness"]["label"] == "depends on: probe"
+    assert "reversals" not in judged["robustness"] and not any(t.startswith("reverses") for t in judged["labels"])
+
+
+def test_probes_that_decide_both_ways_around_an_undecided_primary_are_named(tmp_path):
+    noisy = [0.60, 0.70, 0.50, 0.65, 0.55]
+    records(tmp_path, "a", {300: {"linear": noisy, "knn_centred": BASE, "wknn": up(BASE, 0.1)}})
+    records(tmp_path, "b", {300: {"linear": BASE, "knn_centred": up(BASE, 0.1), "wknn": BASE}})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["verdict"] == "inconclusive"
+    assert [t.split(":")[0] for t in judged["robustness"]["reversals"]] == ["reverses on centred kNN",
+                                                                            "reverses on weighted kNN"]
 
 
 def test_a_claim_every_alternative_agrees_with_is_robust(tmp_path):
@@ -252,10 +274,13 @@ def test_a_basis_whose_rungs_never_pair_up_stops_the_analysis(tmp_path):
 
 @pytest.mark.parametrize("shift, verdict", [(0.0, "reproduced"), (0.08, "contradicted"), (-0.08, "contradicted")])
 def test_a_claim_of_no_effect_is_reproduced_inside_the_margin_and_contradicted_beyond_it(tmp_path, shift, verdict):
+    """With a positive control that sees an effect beyond the margin (c against b)."""
     records(tmp_path, "a", {300: up(BASE, 0.2 + shift)})
     records(tmp_path, "b", {300: up(BASE, 0.2)})
+    records(tmp_path, "c", {300: up(BASE, 0.3)})
     judged = judge(claim(kind="paired", a="a", b="b", direction="equal", margin=0.02,
-                         arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+                         arms={"a": arm("a"), "b": arm("b")},
+                         positive_control={"a": arm("c"), "b": arm("b"), "direction": "greater"}), tmp_path)
     assert judged["verdict"] == verdict
 
 
@@ -316,9 +341,12 @@ def test_labels_for_what_is_not_a_test(tmp_path):
     assert sum(counts[o]["verdicts"].get("reproduced", 0) for o in ("literature", "document")) == 0
 
 
-def test_the_committed_rules_name_every_alternative_the_panel_uses():
+def test_the_probe_panel_holds_every_probe_the_committed_rules_registered():
+    """The panel is every class-label probe but the primary (robustness.py): each probe registration
+    2 listed is in it, and plain kNN (the withdrawn simclr-temperature-knn's probe) as well."""
     rules = load_registry(REGISTRY).rules
-    assert rules["robustness"]["probes"][0] == "linear" and rules["robustness"]["rungs"] == "last doubling"
+    assert set(rules["robustness"]["probes"]) | {"knn"} == set(PANEL)
+    assert rules["robustness"]["rungs"] == "last doubling"
 
 
 # ---------------------------------------------------------------- what a verdict carries beside it

@@ -59,6 +59,9 @@ def write_world(root, registry=None):
     (root / "resolved").mkdir(exist_ok=True)
     conditions = {name: {"study": "s", "label": name, "steps": 300, "rungs": [0, 300]} for name in ("ca", "cb")}
     (root / "resolved" / "conditions.json").write_text(json.dumps({"seeds": SEEDS, "conditions": conditions}))
+    (root / "resolved" / "pretrain").mkdir(exist_ok=True)         # the settings each record's config must hold
+    (root / "resolved" / "pretrain" / "s.json").write_text(json.dumps(
+        {"conditions": {name: {"steps": 300, "batch": 8} for name in conditions}}))
     (root / "results" / "examples").mkdir(parents=True, exist_ok=True)
     (root / "results" / "examples" / "ex.json").write_text(json.dumps({"loss": 0.5}))
     for name, level in (("ca", 0.8), ("cb", 0.6)):
@@ -178,6 +181,23 @@ REGISTRY_MISTAKES = [
      "a-beats-b: amended.0.ref: 'nowhere' is not an id under `amendments:`"),
     ("ratio of three paths", "measured: {file: results/examples/ex.json, key: loss}",
      "measured: {file: results/examples/ex.json, ratio: [a, b, c]}", "ratio: List should have at most 2 items"),
+    ("a positive control on a claim of an effect", "  margin: 0.02\n", "  margin: 0.02\n  positive_control: {a: "
+     "{condition: ca, key: eval.h.linear}, b: {condition: cb, key: eval.h.linear}, direction: greater}\n",
+     "a-beats-b: positive_control: only a claim of no effect"),
+    ("a positive control naming an undefined condition", "  direction: greater\n  margin: 0.02\n",
+     "  direction: equal\n  margin: 0.02\n  positive_control: {a: {condition: cx, key: eval.h.linear}, "
+     "b: {condition: cb, key: eval.h.linear}, direction: greater}\n",
+     "a-beats-b: positive_control.a: condition 'cx' is not defined"),
+    ("a correlation population naming an undefined condition", "  kind: bound\n  at_most: 1.0\n  measured: "
+     "{file: results/examples/ex.json, key: loss}", "  kind: correlation\n  direction: less\n  margin: 0.1\n"
+     "  runs: {conditions: [ca, cx]}\n  x: eval.h.knn\n  y: eval.h.linear", "small-loss: runs: condition 'cx' is not defined"),
+    ("a population kept without named conditions", "  kind: bound\n  at_most: 1.0\n  measured: "
+     "{file: results/examples/ex.json, key: loss}", "  kind: correlation\n  direction: less\n  margin: 0.1\n"
+     "  runs: {studies: [s]}\n  keep: [supervised]\n  x: eval.h.knn\n  y: eval.h.linear",
+     "small-loss: keep: only a population named by its conditions"),
+    ("a sequential rule with no further seeds", "  convergence_fraction: 0.5\n", "  convergence_fraction: 0.5\n"
+     "  sequential: {stage_one_seeds: 5, further_seeds: 0, seeds_needed_at_most: 15, spending: pocock}\n",
+     "rules: sequential.further_seeds: Input should be greater than or equal to 1"),
 ]
 
 
@@ -265,6 +285,20 @@ def test_the_committed_registry_is_valid():
     assert [s["id"] for s in sections][:4] == ["ntxent-example", "tiny-simclr", "toy2d", "analytic"]
 
 
+def test_the_sequential_rule_is_read_when_given_and_absent_from_the_rules_digest_when_not(tmp_path):
+    """Registration 2's rules carry no sequential rule: their digest stays the one it registered."""
+    from replication.judge.registration import _digest, load
+    from replication.judge.registry import load_registry
+    assert _digest(load_registry(REGISTRY).rules) == load(ROOT)["rules_sha256"]
+    design = "  sequential: {stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock}\n"
+    (tmp_path / "claims.yaml").write_text(RULES.replace("  alpha: 0.025\n", "  alpha: 0.025\n" + design)
+                                          + "claims:\n" + PAIRED)
+    assert load_registry(tmp_path / "claims.yaml").rules["sequential"] == {
+        "stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock"}
+    (tmp_path / "claims.yaml").write_text(RULES + "claims:\n" + PAIRED)
+    assert "sequential" not in load_registry(tmp_path / "claims.yaml").rules
+
+
 def test_a_shared_amendment_is_written_out_in_every_claim_that_names_it(tmp_path):
     from replication.judge.registry import load_registry
     shared = ("amendments:\n  margin-up:\n    date: '2026-12-01'\n    what: margin 0.01 -> 0.02\n    why: test\n")
@@ -300,7 +334,7 @@ RECORD_FAULTS = [
     ("an accuracy of 750%", "evaluate", _set_field("eval.h.linear", 7.5), "eval.h.linear = 7.5, an accuracy outside"),
     ("a NaN accuracy", "evaluate", _set_field("at.300.h.knn", float("nan")), "at.300.h.knn is nan, not a finite"),
     ("an infinite loss", "pretrain", _set_field("rung_loss.300", float("inf")), "rung_loss.300 is inf"),
-    ("trained for other steps", "pretrain", _set_field("config.steps", 30), "trained for 30 steps, the configuration says 300"),
+    ("trained for other steps", "pretrain", _set_field("config.steps", 30), "config.steps is 30, the resolved configuration says 300"),
     ("an extra seed", "evaluate", _extra_file("seed_9.json"), "seed_9.json: a file the resolved configuration does not expect"),
     ("a stray copy", "evaluate", _extra_file("seed_0 (copy).json"), "seed_0 (copy).json: a file the resolved"),
     ("a text where a number is read", "evaluate", _set_field("eval.h.linear", "ok"), "eval.h.linear is 'ok', not a finite number"),

@@ -66,8 +66,8 @@ def report_inputs(folder):
         target.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
     (folder / "data").mkdir()
-    for path in (ROOT / "data").glob("*.*"):
-        (folder / "data" / path.name).symlink_to(path)
+    for path in (ROOT / "data").glob("*.*"):       # hard links: a symlink out of the copy is refused
+        os.link(path, folder / "data" / path.name)
     stub_new_claims(folder / "reports" / "claims.json")
 
 

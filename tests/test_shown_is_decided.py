@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from replication.judge.verdicts import NO_POSITIVE_CONTROL
 from replication.report import claims_view as rc, markdown
 
 from test_claims import RULES
@@ -23,10 +24,11 @@ def inconsistencies(claim):
     if effect and effect["lo"] is not None and effect["margin"] is not None and v in rc.JUDGED:
         lo, hi, m = effect["lo"], effect["hi"], effect["margin"]
         equal = c.get("direction") == "equal"
+        unseen = equal and c.get("reason", "").startswith(NO_POSITIVE_CONTROL)   # inside, but no control saw +m
         holds = {"reproduced": (-m < lo and hi < m) if equal else lo > m,
                  "contradicted": (hi < -m or lo > m) if equal else hi < -m,
                  "no meaningful effect": -m < lo and hi < m,
-                 "inconclusive": not (lo > m or hi < -m or (-m < lo and hi < m))}[v]
+                 "inconclusive": unseen or not (lo > m or hi < -m or (-m < lo and hi < m))}[v]
         if not holds:
             found.append(f"shown interval [{lo:.3g}, {hi:.3g}] (margin {m:.3g}) does not give '{v}'")
         if c.get("verdict") not in (None, v) and v != "not testable here":

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import yaml
 
+from replication.io import load_yaml, require_inside
 from replication.judge.measure import in_path_form
 from replication.judge.record import RecordError, as_dicts, read_claims
 from replication.judge.verdicts import NOT_JUDGED, NOT_TESTED
@@ -51,11 +52,25 @@ CLAIMS = "reports/claims.json"
 def read(rev, path):
     """A file's text at a git revision, or in the working tree when rev is None."""
     if rev is None:
-        return Path(path).read_text()
+        try:
+            return Path(path).read_text()
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"error: {path}: cannot be read ({type(e).__name__}); restore it with "
+                             f"`git checkout {path}`") from None
     shown = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
     if shown.returncode:
         raise SystemExit(f"error: {rev}:{path}: not in git ({shown.stderr.strip()})")
     return shown.stdout
+
+
+def read_yaml(rev, path):
+    """A YAML file at a revision (see read), loaded by the project's loader; one line when it is not YAML."""
+    try:
+        return load_yaml(read(rev, path))
+    except yaml.YAMLError as e:
+        where = f"{rev}:{path}" if rev else path
+        raise SystemExit(f"error: {where}: not valid YAML ({getattr(e, 'problem', None) or e}); fix it, or "
+                         f"compare with a revision that holds a valid one") from None
 
 
 def load(source):
@@ -197,13 +212,13 @@ def cause(old_claim, new_claim, old_studies, new_studies, defaults):
 
 def moves(old_rev, new_rev=None):
     """Rows (id, old verdict, new verdict, cause, detail), and the counts below the table."""
-    old_verdicts = {c["id"]: c["verdict"] for c in json.loads(read(old_rev, CLAIMS))}
-    judged_now = {c["id"]: c for c in json.loads(read(new_rev, CLAIMS))}
+    old_verdicts = {c["id"]: c["verdict"] for c in load(old_rev)}
+    judged_now = {c["id"]: c for c in load(new_rev)}
     new_verdicts = {cid: c["verdict"] for cid, c in judged_now.items()}
     # in path form (in_path_form): an arm that names its condition reads the records its pattern did
-    old_defs = {c["id"]: in_path_form(c) for c in yaml.safe_load(read(old_rev, "analysis/claims.yaml"))["claims"]}
-    new_defs = {c["id"]: in_path_form(c) for c in yaml.safe_load(read(new_rev, "analysis/claims.yaml"))["claims"]}
-    defaults = yaml.safe_load(read(new_rev, "params.yaml"))["pretrain"]["defaults"]
+    old_defs = {c["id"]: in_path_form(c) for c in read_yaml(old_rev, "analysis/claims.yaml")["claims"]}
+    new_defs = {c["id"]: in_path_form(c) for c in read_yaml(new_rev, "analysis/claims.yaml")["claims"]}
+    defaults = read_yaml(new_rev, "params.yaml")["pretrain"]["defaults"]
     old_studies, new_studies = conditions(old_rev), conditions(new_rev)
     rows = []
     for cid, verdict in new_verdicts.items():
@@ -261,6 +276,7 @@ def costs_markdown(rows, dropped):
 
 
 def main(argv):
+    require_inside()
     causes = "--causes" in argv
     revs = [a for a in argv if a != "--causes"]
     if len(revs) > 2 or (causes and not revs):

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contrastive.train import DECAY_SHARE
+from contrastive.train import DECAY_SHARE, cpu_capabilities
 from replication.io import cpu_model, read_json, write_json
 from replication.judge.probes import EMBEDDING_FIGURES
 from replication.judge.registry import load_registry
@@ -185,8 +185,9 @@ def interval(diffs):
 
 
 def publish(pilot, out, markdown):
-    """reports/pilot/<pilot>.json and .md, the markdown also printed."""
-    write_json(OUT / f"{pilot}.json", out)
+    """reports/pilot/<pilot>.json, with this CPU's native capabilities beside its model, and .md, the
+    markdown also printed."""
+    write_json(OUT / f"{pilot}.json", {**out, "capabilities": cpu_capabilities()})
     (OUT / f"{pilot}.md").write_text(markdown)
     print(markdown)
 

@@ -18,7 +18,8 @@
         claims.json byte-identical to the committed one, append a code amendment (the new hashes)
         to analysis/registration_amendments.json. Otherwise the edit changes a verdict: it is a
         rule change, not a move.
-Both amend the latest record (their `registration` is its date).
+Both amend the latest record (their `registration` is its date), and both need a WHAT and a WHY that
+say something; the two together, or --why alone, are refused in one line.
 """
 import argparse
 import hashlib
@@ -26,7 +27,7 @@ import json
 import subprocess
 import sys
 
-from replication.io import write_json
+from replication.io import require_inside, write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
 from replication.judge.record import CLAIMS, claims_text
@@ -89,12 +90,33 @@ def previous_run():
             "claims_json_sha256": hashlib.sha256(git("show", f"HEAD:./{CLAIMS}")).hexdigest()}
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(prog="python -m tools.register")
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {message}; see --help\n")
+
+
+def arguments(argv):
+    """The parsed flags; a usage error, an empty text or flags that exclude each other exit 2 with one line."""
+    parser = OneLineParser(prog="python -m tools.register")
     parser.add_argument("--code-moved", metavar="WHAT")
     parser.add_argument("--rules-changed", metavar="WHAT")
-    parser.add_argument("--why", default="")
+    parser.add_argument("--why")
     args = parser.parse_args(argv)
+    amending = [flag for flag in ("code_moved", "rules_changed") if getattr(args, flag) is not None]
+    if len(amending) == 2:
+        parser.error("--code-moved and --rules-changed exclude each other: a change either moves no verdict "
+                     "or is a rule change; give one")
+    if not amending and args.why is not None:
+        parser.error("--why goes with --code-moved or --rules-changed")
+    for flag in [*amending, "why"] if amending else []:
+        if not (getattr(args, flag) or "").strip():
+            parser.error(f"--{flag.replace('_', '-')} needs a text that says what and why, not an empty one")
+    return args
+
+
+def main(argv):
+    args = arguments(argv)
+    require_inside()
     try:
         if args.rules_changed:
             amendment = rules_changed(args.rules_changed, args.why)

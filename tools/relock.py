@@ -8,44 +8,57 @@
 Every stage depends on the modules it imports, so a new check in src/replication/run/config.py makes
 every stage stale, and on a clone without DVC's cache `dvc commit` refuses (the checkpoints are not
 there to hash). This tool records the new hashes of the edited code and keeps the recorded hashes of
-the outputs that are missing. It only touches a stage whose every change is an edited source file
-(src/, experiments/, analysis/, tools/) or an output or dependency missing from this clone; a stage
-with an edited parameter, configuration or result is left stale for `dvc repro`.
+the outputs that are missing. It only touches a stage whose every change is edited code (a Python
+file, or a folder of modules, under src/, experiments/, analysis/, tools/) or an output or dependency
+missing from this clone; a stage with an edited parameter, configuration, registered file
+(analysis/claims.yaml, analysis/registration*.json) or result is left stale for `dvc repro`, and the
+file that keeps it stale is named.
 
 Use it only when the edit provably changes no result, e.g. after checking that `resolve` writes the
 same files for every profile; otherwise rerun the stages (`make repro-stage STAGE=...`).
 """
 import sys
+from pathlib import Path
 
+from replication.io import require_inside
 from tools.repro import MISSING, read_lock, recorded, stage_status
 
 CODE = ("src/", "experiments/", "analysis/", "tools/")
 
 
-def code_only(changes, known, moved=False):
-    """True when a stage's changes are edited source files, or files this clone lacks that dvc.lock
-    records (a new output or dependency is not: the stage must run to make it). moved: a source
-    file at a path dvc.lock does not know counts as edited code (a module moved to a new house)."""
+def is_code(path):
+    """A Python file or a folder of modules under CODE: analysis/claims.yaml, the registration records
+    and every other data or configuration file there are not code, whatever their folder."""
+    return path.startswith(CODE) and (path.endswith(".py") or Path(path).is_dir())
+
+
+def blocker(changes, known, moved=False):
+    """Why a stage may not be relocked (one short phrase), or None when its changes are edited code
+    or files this clone lacks that dvc.lock records (a new output or dependency is not: the stage
+    must run to make it). moved: code at a path dvc.lock does not know counts as edited code (a
+    module moved to a new house)."""
     for change in changes:
         if not isinstance(change, dict):
-            return False                        # e.g. "changed command", "always changed"
+            return str(change)                  # e.g. "changed command", "always changed"
         for kind, entries in change.items():
             if kind not in ("changed deps", "changed outs") or not isinstance(entries, dict):
-                return False
+                return kind
             for path, state in entries.items():
                 missing = isinstance(state, str) and state in MISSING and path in known
-                edited_code = kind == "changed deps" and state == "modified" and path.startswith(CODE) \
+                edited_code = kind == "changed deps" and state == "modified" and is_code(path) \
                     and (path in known or moved)
                 if not (missing or edited_code):
-                    return False
-    return True
+                    return f"{path} {state}" if is_code(path) or kind == "changed outs" else \
+                        f"{path} {state}, which is not code"
+    return None
 
 
 def relockable(status, lock, moved=False):
-    """The stages whose dvc.lock entries may be updated, and those left stale."""
+    """The stages whose dvc.lock entries may be updated, and {stage left stale: why}."""
     known = recorded(lock)
-    fits = {s for s, changes in status.items() if code_only(changes, known.get(s, set()), moved)}
-    return sorted(s for s in fits if _edited(status[s])), sorted(set(status) - fits)
+    why = {s: blocker(changes, known.get(s, set()), moved) for s, changes in status.items()}
+    fits = [s for s in sorted(status) if why[s] is None]
+    return [s for s in fits if _edited(status[s])], {s: reason for s, reason in sorted(why.items()) if reason}
 
 
 def _edited(changes):
@@ -66,11 +79,12 @@ def relock(stages):
 
 
 def main(argv):
+    require_inside()
     ok, left = relockable(stage_status(), read_lock(), moved="--moved" in argv)
     for stage in ok:
         print(f"{'recorded' if '--write' in argv else 'would record'}: {stage} (edited code only)")
-    for stage in left:
-        print(f"left stale: {stage} (a parameter, configuration, result or new file: rerun it)")
+    for stage, why in left.items():
+        print(f"left stale: {stage} ({why}: rerun it)")
     if "--write" in argv and ok:
         relock(ok)
     return 0

@@ -20,13 +20,19 @@ and params.yaml, resolved/ and dvc.lock are put back before anything else happen
 runs (`dvc exp run --allow-missing -S ...`) only when it retrains nothing the clone lacks, or when
 --retrain asks for it. Raw `dvc exp run` has no guard: on a fresh clone it retrains every study.
 """
+import contextlib
 import hashlib
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import yaml
+
+from replication.io import load_yaml, require_inside
 
 MISSING = {"deleted", "not in cache"}
 STAGE_TIMES = "reports/stage_times.json"
@@ -34,14 +40,46 @@ RUN_COST = "reports/pilot/run_cost.json"     # tools.run_cost: the registered ru
 SUMMARY = "reports/summary.json"
 
 
+INTERRUPTED = ("interrupted (Ctrl-C): stopped, DVC with it; every output keeps its previous file or a whole new "
+               "one (`make status` says what is stale)")
+
+
+def stop(process, grace=30):
+    """After Ctrl-C: let `process` and the processes it started (DVC and its stage) finish their own
+    cleanup (a Ctrl-C at the terminal reached them too), forward the SIGINT to those still running
+    a second later (only this process got it), and kill them only when they outlast `grace` seconds.
+    A second Ctrl-C meanwhile is ignored, so the cleanup that follows cannot stop halfway."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        family = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    except psutil.Error:
+        family = []
+    for sent, wait in ((None, 1), (signal.SIGINT, grace), (signal.SIGKILL, grace)):
+        for member in family if sent else ():
+            with contextlib.suppress(psutil.Error):
+                member.send_signal(sent)
+        deadline = time.monotonic() + wait
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=wait)           # drains its pipes, so it never blocks on them
+        family = psutil.wait_procs(family, timeout=max(0, deadline - time.monotonic()))[1]
+        if process.returncode is not None and not family:
+            return
+
+
 def dvc(*args, capture=False):
-    result = subprocess.run(["dvc", *args], capture_output=capture, text=True)
-    if result.returncode:
+    pipe = subprocess.PIPE if capture else None
+    process = subprocess.Popen(["dvc", *args], stdout=pipe, stderr=pipe, text=True)
+    try:
+        stdout, stderr = process.communicate()
+    except KeyboardInterrupt:
+        stop(process)
+        raise
+    if process.returncode:
         if capture:                     # what went wrong (a bad value's one line) is in the output
-            lines = (result.stderr or result.stdout).splitlines()
+            lines = (stderr or stdout).splitlines()
             print("\n".join([line for line in lines if line.startswith("error:")] or lines), file=sys.stderr)
-        raise SystemExit(result.returncode)
-    return result.stdout
+        raise SystemExit(process.returncode)
+    return stdout
 
 
 def run_resolve(quiet=False):
@@ -205,12 +243,15 @@ def report_status(status, lock, times):
 
 
 def main(argv):
+    require_inside()
     if "--status" in argv:
         times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
         report_status(stage_status(), read_lock(), times)
         return 0
-    sets = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--set=")]
-    if sets:
+    if any(arg.startswith("--set=") for arg in argv):       # `make exp SET=...`: its words, split here
+        sets = [item for arg in argv if arg.startswith("--set=") for item in arg.split("=", 1)[1].split()]
+        if not sets:
+            raise SystemExit("error: SET is empty: give KEY=VALUE, e.g. `make exp SET=evaluate.probe_steps=1000`")
         return experiment(sets, "--retrain" in argv)
     resolved = run_resolve()
     status, lock = stage_status(), read_lock()
@@ -269,8 +310,9 @@ def put_back(saved, paths):
 
 def with_values(text, sets):
     """params.yaml's text with each KEY=VALUE applied (VALUE read as YAML, as `dvc exp run -S` does);
-    for planning only: comments and anchors are not kept."""
-    raw = yaml.safe_load(text)
+    for planning only: comments and anchors are not kept. A VALUE that is not plain YAML (a tag such
+    as !!python/object) is refused."""
+    raw = load_yaml(text)
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep:
@@ -281,7 +323,11 @@ def with_values(text, sets):
             if not isinstance(node.get(part) if isinstance(node, dict) else None, dict):
                 raise SystemExit(f"error: SET={item}: params.yaml has no section {key.rsplit('.', 1)[0]}")
             node = node[part]
-        node[last] = yaml.safe_load(value)
+        try:
+            node[last] = load_yaml(value)
+        except yaml.YAMLError as e:
+            raise SystemExit(f"error: SET={item}: {getattr(e, 'problem', None) or 'not plain YAML'}; give a "
+                             "number, a string or a list, e.g. `make exp SET=evaluate.probe_steps=1000`") from None
     return yaml.safe_dump(raw, sort_keys=False)
 
 
@@ -326,4 +372,8 @@ def _absent_note(absent):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    try:
+        raise SystemExit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        raise SystemExit(130) from None

@@ -12,6 +12,10 @@ reused results (not forced) records nothing: it never stands for a full one.
 The time spent in DVC itself is the wall time during which no stage command (a child process of
 dvc running experiments/) was alive, sampled every 100 ms.
 
+`-s STAGE` must name a stage that `dvc stage list` lists (an empty or unknown STAGE is refused in one
+line before DVC starts). One Ctrl-C stops DVC, its stage and the sampler, records nothing, and exits
+130 with one line.
+
 `copy_project` gives the tests and benchmarks a fresh copy of the project (no results) to run in.
 """
 import datetime
@@ -26,7 +30,9 @@ from pathlib import Path
 
 import psutil
 
-from replication.io import cpu_model, write_json
+from contrastive.train import cpu_capabilities
+from replication.io import cpu_model, require_inside, write_json
+from tools.repro import INTERRUPTED, stop
 
 RECORD = "reports/repro_timing.json"
 STAGE_RECORD = "reports/stage_times.json"
@@ -67,26 +73,47 @@ def copy_project(source, dest, profile=None):
     return Path(dest)
 
 
+def stage_refusal(argv, every_stage):
+    """The one line refusing `-s STAGE` when STAGE is empty or not a stage of dvc.yaml; else None."""
+    if "-s" not in argv:
+        return None
+    stage = (argv[argv.index("-s") + 1:] or [""])[0]
+    if not stage:
+        return ("error: STAGE is empty: name one stage, e.g. `make repro-stage STAGE=pretrain@head` (`dvc stage "
+                "list` names them; `make repro-all` runs every stage)")
+    if stage not in every_stage:
+        return f"error: STAGE={stage!r} is not a stage of dvc.yaml: `dvc stage list` names them"
+    return None
+
+
 def main(argv):
+    require_inside()
+    every_stage = subprocess.run([argv[0], "stage", "list", "--name-only"], capture_output=True,
+                                 text=True).stdout.split()
+    if refusal := stage_refusal(argv, every_stage):
+        print(refusal, file=sys.stderr)
+        return 2
     start = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=None, text=True)
     done, in_commands = threading.Event(), []
     sampler = threading.Thread(target=lambda: in_commands.append(time_in_stage_commands(process.pid, done)))
     sampler.start()
-    lines, started = [], {}
-    for line in process.stdout:
-        sys.stdout.write(line)
-        lines.append(line)
-        for stage in re.findall(r"Running stage '([^']+)'", line):
-            started[stage] = time.perf_counter()
-    code = process.wait()
-    end = time.perf_counter()
+    started = {}
+    try:
+        for line in process.stdout:
+            sys.stdout.write(line)
+            for stage in re.findall(r"Running stage '([^']+)'", line):
+                started[stage] = time.perf_counter()
+        code = process.wait()
+        end = time.perf_counter()
+    except KeyboardInterrupt:
+        stop(process)
+        raise
+    finally:
+        done.set()
+        sampler.join()
     seconds = end - start
-    done.set()
-    sampler.join()
     stages = list(started)
-    every_stage = subprocess.run([argv[0], "stage", "list", "--name-only"], capture_output=True,
-                                 text=True).stdout.split()
     forced = "-f" in argv or "--force" in argv
     if code == 0 and forced and stages:
         record_stages(started, end, seconds - in_commands[0], seconds, cpu_model())
@@ -109,10 +136,10 @@ def record_stages(started, end, in_dvc, total, cpu):
     record = json.loads(path.read_text()) if path.exists() else {}
     names = list(started)
     ends = [started[n] for n in names[1:]] + [end]
-    for name, stop in zip(names, ends):
-        seconds = stop - started[name]
+    for name, finished in zip(names, ends):
+        seconds = finished - started[name]
         record[name] = {"seconds": round(seconds, 1), "seconds_in_dvc": round(in_dvc * seconds / total, 1),
-                        "cpu": cpu, "precision": stage_precision(name),
+                        "cpu": cpu, "capabilities": cpu_capabilities(), "precision": stage_precision(name),
                         "date": datetime.date.today().isoformat(),
                         "run": registered["run"] if registered else None}
     write_json(path, dict(sorted(record.items())))
@@ -132,4 +159,8 @@ def stage_precision(stage, resolved="resolved"):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    try:
+        raise SystemExit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        print(f"{INTERRUPTED}; no time recorded", file=sys.stderr)
+        raise SystemExit(130) from None

@@ -285,12 +285,11 @@ def alignment_uniformity(f, g, x, gen, augment_fn, bf16=False, chunk=CHUNK):
             "z": {"alignment": alignment(z1, z2).item(), "uniformity": uniformity(z1).item()}}
 
 
-def _budget_probes(both, exact, data, x_lab, x_views, test_feats, y_test, seed, probe, cheap):
+def _budget_probes(both, exact, x_lab, x_views, seed, probe, cheap):
     """The probes only the budget checkpoint gets: rotation (linear, MLP) on `exact`'s features,
-    colour and full labels on `both`'s."""
+    colour on `both`'s."""
     turned = rotated(exact, x_lab, x_views, torch.Generator().manual_seed(2_000_003 + seed))
     grey = greyed(both, x_lab, x_views, torch.Generator().manual_seed(5_000_011 + seed))
-    train_all = both(data["x_train"])                              # (h, z) of every training image
     out = {}
     for pick, name in ((0, "h"), (1, "z")):
         turned_feat = (turned[0][pick], turned[1], turned[2][pick], turned[3])
@@ -298,10 +297,17 @@ def _budget_probes(both, exact, data, x_lab, x_views, test_feats, y_test, seed, 
             "rotation": linear_probe_accuracy(*turned_feat, **probe, bf16=cheap),
             "rotation_mlp": mlp_probe_accuracy(*turned_feat, seed=4_000_037 + seed, **probe),
             "colour": linear_probe_accuracy(grey[0][pick], grey[1], grey[2][pick], grey[3], **probe, bf16=cheap),
-            "linear_full": linear_probe_accuracy(train_all[pick], data["y_train"], test_feats[pick], y_test, **probe,
-                                                 bf16=cheap),
         }
     return out
+
+
+def _full_label_probe(both, data, test_feats, y_test, probe, cheap):
+    """The linear probe fitted on every training image's label (`linear_full`), on h and on z: the
+    published protocol's linear evaluation."""
+    train_all = both(data["x_train"])                              # (h, z) of every training image
+    return {name: {"linear_full": linear_probe_accuracy(train_all[pick], data["y_train"], test_feats[pick], y_test,
+                                                         **probe, bf16=cheap)}
+            for pick, name in ((0, "h"), (1, "z"))}
 
 
 def _probe_settings(p):
@@ -313,7 +319,7 @@ CHEAP = (f"forward passes under bfloat16 autocast, {CHEAP_CHUNK:,} images at a t
          f"blocks of {PROBE_BLOCK:,} images, by fused Adam; tolerances from class sums")
 
 
-def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap=False):
+def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap=False, full_labels=None):
     """Every frozen-feature metric of one pretrained encoder, on h and on z.
 
     Labelled set: labelled_set (p.labels_per_class of each class, or the first p.n_labelled);
@@ -321,10 +327,12 @@ def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap
     on centred features; weighted kNN (k = p.wknn_k, T = p.wknn_t); Wang & Liu's tolerance (raw and
     centred); alignment and uniformity on two augmented views of the first p.n_views test images.
     budget (the run's budget checkpoint, which the claims on them read): also the rotation probe
-    (linear and MLP), the colour probe (grayscale or not, linear), each trained on the labelled set
-    transformed and tested on the first p.n_views test images, and the linear probe fitted on every
-    training image (`linear_full`). `seed` fixes the rotations, grayscale halves, views and MLP
-    initialisation drawn here.
+    (linear and MLP) and the colour probe (grayscale or not, linear), each trained on the labelled set
+    transformed and tested on the first p.n_views test images. full_labels (default: budget): also
+    the linear probe fitted on every training image (`linear_full`), the published protocol, which
+    the claims on an all-label linear evaluation read at every rung they read (run 2 fitted it at the
+    budget only). `seed` fixes the rotations, grayscale halves, views and MLP initialisation drawn
+    here.
     cheap: the evaluation piloted for the next registered run (tools/pilot_protocol.py evaluation):
     forward passes under bfloat16 autocast, CHEAP_CHUNK images at a time, except the rotation probes'
     (in float32 as run 2 ran them: on bf16 features the MLP rotation probe moved beyond the pilot's
@@ -354,16 +362,20 @@ def evaluate_representation(f, g, data, p, seed, augment_fn, budget=False, cheap
             "tolerance": within,
             "tolerance_centred": centred,
         })
-    if budget:
-        out_budget = _budget_probes(both, exact, data, x_lab, x_views, (h_test, z_test), y_test, seed, probe, cheap)
+    full_labels = budget if full_labels is None else full_labels
+    found = [_budget_probes(both, exact, x_lab, x_views, seed, probe, cheap)] if budget else []
+    if full_labels:
+        found.append(_full_label_probe(both, data, (h_test, z_test), y_test, probe, cheap))
+    for extra in found:
         for name in ("h", "z"):
-            out[name].update(out_budget[name])
+            out[name].update(extra[name])
     out["protocol"] = {"features": "l2-normalised, eval-mode BN", "n_labelled": len(y_lab),
                        "labels_per_class": p.labels_per_class, "n_test": len(y_test), "probe": probe,
                        "knn_k": p.knn_k, "knn_centred": "minus the labelled set's mean, re-normalised",
                        "wknn": {"k": p.wknn_k, "T": p.wknn_t},
                        "colour": "linear probe: grayscale (channel mean) or not, half of each set",
-                       "n_views": len(x_views), "n_full": len(data["y_train"]) if budget else None}
+                       "n_views": len(x_views),
+                       "n_full": len(data["y_train"]) if full_labels else None}
     if cheap:
         out["protocol"]["cheap"] = CHEAP
     return out

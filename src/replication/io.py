@@ -4,6 +4,10 @@ An interrupted stage therefore leaves either the old file or the new one, never 
 that fails (disk full, no permission) leaves the old file too, and raises WriteError, whose text is
 the one line to print. The YAML loader refuses a key given twice and aliases that expand without
 bound ("billion laughs").
+
+Nothing is read or written through a symlink that leads out of the repository (`inside`): every
+stage checks the pipeline's files on start (experiments/_interpreter.py), and so do the tools and
+`make` (`python -m replication.io`) before DVC runs.
 """
 import errno
 import hashlib
@@ -15,7 +19,6 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-import torch
 import yaml
 
 
@@ -38,6 +41,51 @@ def _write_error(path, error):
                                    f"kept; {todo}")
 
 
+class OutsideError(WriteError):
+    """A path under the repository that a symlink leads out of it; str(e) is the one line."""
+
+
+PIPELINE = ("params.yaml", "results", "resolved", "reports", "data", "artifacts")   # what the pipeline reads, writes
+
+
+def inside(path):
+    """`path`, when it stays inside the repository (the working directory: every stage and tool runs
+    at its root) with every symlink followed; else OutsideError naming the link. Writing through such
+    a link would change files elsewhere (and a prune delete them), reading it would judge a file the
+    repository does not hold. A path outside the repository to begin with is the caller's own (a
+    test's temporary folder)."""
+    root, path = Path.cwd(), Path(os.path.abspath(path))
+    if not path.is_relative_to(root) or Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root)):
+        return path
+    link = next((p for p in [*reversed(path.parents), path] if p.is_relative_to(root) and p.is_symlink()
+                 and not Path(os.path.realpath(p)).is_relative_to(os.path.realpath(root))), path)
+    shown = link.relative_to(root)
+    raise OutsideError(errno.EXDEV, f"{shown}: a symlink out of the repository (to {os.path.realpath(link)}); "
+                                    f"nothing was read or written: replace it with a real "
+                                    f"{'folder' if link.is_dir() else 'file'} (rm {shown}) and rerun")
+
+
+def check_tree(paths=PIPELINE):
+    """`inside` for each of `paths` (relative to the repository root) and everything under them, before
+    a stage or tool reads or writes any of it. Folders are walked without following links: a linked
+    folder is checked as one path."""
+    for top in map(Path, paths):
+        inside(top)
+        for folder, dirs, files in os.walk(top) if top.is_dir() and not top.is_symlink() else ():
+            for name in dirs + files:
+                inside(Path(folder, name))
+
+
+def require_inside(paths=PIPELINE):
+    """check_tree as an entry point's first step: a path out of the repository is one line on stderr
+    and exit status 2."""
+    try:
+        check_tree(paths)
+    except OutsideError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 _written = set()     # the files atomic_path put in place in this process, for stage_outputs(prune=...)
 _deferred = None     # under stage_outputs(together=True): [(temporary file, target)] renamed at the end
 
@@ -47,6 +95,7 @@ def atomic_path(path):
     """Yield a temporary path in the target's folder; rename it onto `path` on success. Any OSError
     while making, writing or renaming the temporary file raises WriteError naming `path`."""
     path = Path(path)
+    inside(path)
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +130,7 @@ def stage_outputs(*outputs, prune=(), together=False):
     succeeded, so a stage that fails or is killed midway leaves all its old outputs, never a new
     file beside an old one (the renames take microseconds)."""
     global _deferred
+    require_inside([*outputs, *prune])
     for output in outputs:
         remove_stray_tmp(output)
     _written.clear()
@@ -109,6 +159,7 @@ def remove_unwritten(folder, written):
     """Delete the files under `folder` that are not in `written` (resolved paths), then its empty
     folders. Returns how many files."""
     folder = Path(folder)
+    check_tree([folder])
     stale = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.resolve() not in written] \
         if folder.is_dir() else []
     for path in stale:
@@ -123,7 +174,7 @@ def remove_stray_tmp(output):
     """Delete the temporary files atomic_path leaves when its process is killed mid-write (SIGKILL
     skips the cleanup above): every one under a folder, or a file's own beside it. A stage calls it
     on start for its outputs (stage_outputs) so none accumulate. Returns how many."""
-    output = Path(output)
+    output = inside(output)
     if output.is_dir():
         stray = sorted(output.rglob(".*.tmp"))
     else:
@@ -150,7 +201,7 @@ def write_json(path, obj):
 
 
 def read_json(path):
-    return json.loads(Path(path).read_text())
+    return json.loads(inside(path).read_text())
 
 
 class DuplicateKeyError(yaml.YAMLError):
@@ -225,6 +276,7 @@ def load_yaml(text):
 def save_torch(path, obj):
     """torch.save through a file handle: given a path, torch names the archive's folder after the
     file, and the temporary name would then make equal contents differ byte for byte."""
+    import torch                        # only here: `python -m replication.io` stays quick
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         torch.save(obj, f)
 
@@ -244,3 +296,20 @@ def cpu_model():
             return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     except (OSError, StopIteration):
         return platform.processor() or platform.machine()
+
+
+if __name__ == "__main__":             # `make`'s check before DVC reads anything
+    require_inside()
+
+
+def digest(value):
+    """The sha256 of a JSON value with its keys sorted: the same for a configuration and for its copy
+    read back from resolved/."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def run_digest(run, execution, data):
+    """The `config_sha256` a training record carries: the digest of what its run read from
+    resolved/pretrain/<study>.json (its condition's settings, the study's execution and data), as
+    JSON dicts. An evaluation record carries the digest of resolved/evaluate.json."""
+    return digest({"run": run, "execution": execution, "data": data})

@@ -5,7 +5,7 @@ rules of the registration, and the headline counts. No claim's verdict depends o
 """
 from collections import Counter
 
-from . import ladder, registration, robustness, verdicts
+from . import ladder, probes, registration, robustness, verdicts
 from .kinds import judge_one
 from .measure import at_sweep_value, check_inputs, sweep_values
 from .registry import load_registry, validate_claim
@@ -38,23 +38,31 @@ def _along_free_parameter(claim, verdict, root, rules, documents):
 
 
 def _judge_primary(claim, root, rules, documents):
-    """The primary analysis (kinds.py); for a paired claim its registered alternatives beside it
-    (robustness.py) and, on the ladder, its lower rungs, convergence and trend (ladder.py)."""
+    """The primary analysis (kinds.py), on the claim's probe where the records hold it, else on its
+    stand-in (ladder.readable); for a paired claim its registered alternatives beside it
+    (robustness.py) and, on the ladder, its rungs, convergence and trend (ladder.py: on the stand-in,
+    as context, where the claim's probe was evaluated at fewer rungs)."""
+    if claim["kind"] == "paired":
+        claim, stood_in = ladder.readable(claim, root)
     if not claim.get("ladder"):
         out = judge_one(claim, root, rules, documents)
         if claim["kind"] == "paired":
-            out["primary"] = ladder.primary(claim, None, root)
+            out["primary"] = ladder.primary(claim, None, root, stood_in)
             out["_alternatives"] = robustness.alternatives(claim, out, None, None, root, rules)
             out["convergence"] = {"converged": None, "reason": "one trained rung: convergence not measured"}
         return out
     pairs = ladder.matched_rungs(claim, claim["basis"], root)
     judged = [judge_one(ladder.at_pair(claim, pair), root, rules, documents) for pair in pairs]
     out = judged[-1]
-    out["primary"] = ladder.primary(claim, pairs[-1], root)
-    out["ladder"] = [ladder.rung_summary(pair, o) for pair, o in zip(pairs, judged)]
+    out["primary"] = ladder.primary(claim, pairs[-1], root, stood_in)
     out["_alternatives"] = robustness.alternatives(claim, out, pairs, judged, root, rules)
-    out["convergence"] = ladder.convergence(claim, pairs, judged, rules)
-    out["untrained"] = ladder.untrained_levels(claim, root)
+    shown, shown_pairs = ladder.context(claim, pairs, root)
+    if shown is not claim:
+        out["primary"]["ladder_probe"] = ladder.primary_probe(shown)
+        judged = [judge_one(ladder.at_pair(shown, pair), root, rules, documents) for pair in shown_pairs]
+    out["ladder"] = [ladder.rung_summary(pair, o) for pair, o in zip(shown_pairs, judged)]
+    out["convergence"] = ladder.convergence(shown, shown_pairs, judged, rules)
+    out["untrained"] = ladder.untrained_levels(shown, root)
     ladder.add_trend(out, rules)
     return out
 
@@ -75,8 +83,13 @@ def _effect_note(claim, c, rules):
 
 def _labels(claim, out, run):
     labels = []
-    if out.get("robustness"):
-        labels.append(out["robustness"]["label"])
+    robust = out.get("robustness") or {}
+    labels += [robust["label"]] if robust.get("label") else []
+    labels += robust.get("reversals") or []
+    if (out.get("primary") or {}).get("stand_in_for"):
+        labels.append(verdicts.stand_in_label(probes.NAMES[out["primary"]["probe"]]))
+    if verdicts.ruled_out(out["verdict"], out.get("contrasts") or [out.get("contrast") or {}]):
+        labels.append(verdicts.RULED_OUT)
     if claim.get("calibrated"):
         labels.append("calibrated")
     if claim.get("realisation"):
@@ -98,7 +111,9 @@ def _finish(claim, out, rules, run):
     if contrasts:
         for c in contrasts:
             c["unstable"] = verdicts.unstable(c, rules)
-            why = c.get("reason") or verdicts.reason(c, claim.get("effect_scale", 1.0), claim.get("effect_unit", ""))
+            why = "; ".join(filter(None, [c.get("reason") or verdicts.reason(c, claim.get("effect_scale", 1.0),
+                                                                              claim.get("effect_unit", "")),
+                                          c.get("published_answer")]))
             if why:
                 out["_notes"].append(f"{c['a']} vs {c['b']}: {why}.")
         deciding = [c for c in contrasts if c["verdict"] == out["verdict"]] or contrasts
@@ -113,7 +128,7 @@ def _finish(claim, out, rules, run):
         out["verdict"] = verdicts.NOT_TESTABLE
         out["_notes"].insert(0, f"Not testable here as designed: {claim['not_testable']}")
     if "_alternatives" in out:
-        out["robustness"] = robustness.panel(out["verdict"], out.pop("_alternatives"), out.get("q_bh"), rules)
+        out["robustness"] = robustness.panel(claim, out["verdict"], out.pop("_alternatives"), out.get("q_bh"), rules)
     if out.get("underdetermined"):
         out["_notes"].append(f"Underdetermined: {out['underdetermined']['reason']}.")
     if (out.get("contrast") or {}).get("scale_artefact"):
@@ -185,13 +200,14 @@ def _key(text):
 
 
 def summary(judged):
-    """The headline counts for `dvc metrics show` (keys without spaces): verdicts of the
-    literature's claims and of the documents' own examples apart; `not tested` and calibrated
-    figures outside the judged; where the published effect lies against our interval, for the
-    literature's judged claims (the documents print no effect to compare); how many verdicts are
-    robust, post hoc, calibrated."""
+    """The headline counts for `dvc metrics show` (keys without spaces): the verdicts of each origin
+    apart (verdicts.ORIGINS: the published claims, the documents' own claims and examples, our
+    additions); `not tested` and calibrated figures outside the judged; where the published effect
+    lies against our interval, for the literature's judged claims (the documents print no effect to
+    compare); how many verdicts are robust, post hoc, calibrated, reversed by a probe, read on a
+    stand-in probe, or undecided with the published size ruled out."""
     out = {"claims": len(judged)}
-    for origin in ("literature", "document"):
+    for origin in verdicts.ORIGINS:
         mine = [c for c in judged if c["origin"] == origin]
         judged_here = [c for c in mine
                        if c["verdict"] != verdicts.NOT_TESTED and "calibrated" not in c.get("labels", [])]
@@ -208,4 +224,8 @@ def summary(judged):
                      ("robust", "calibrated", "post hoc", "realisation", "not converged", "unstable",
                       verdicts.UNDERDETERMINED)}
     out["labels"]["depends_on"] = sum(label.startswith("depends on") for label in labels)
+    out["labels"]["reversed"] = sum(any(label.startswith("reverses on") for label in c.get("labels", []))
+                                    for c in judged)
+    out["labels"]["stand_in"] = sum(label.startswith("read on") for label in labels)
+    out["labels"]["ruled_out"] = labels.count(verdicts.RULED_OUT)
     return out

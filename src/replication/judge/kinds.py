@@ -9,8 +9,9 @@ pipeline wrote. One function per kind:
                 realisations (seeds, or one seed at several thread counts)   -> reproduced | contradicted
     paired      arm a against each arm in b, seed by seed, decided against the margin (verdicts.py),
                 gated on the reference arms (gates.py), re-judged under the robustness panel
-    correlation Spearman's rank correlation of two figures over runs, with a Fisher-z interval, decided
-                against the margin like a paired effect
+    correlation Spearman's rank correlation of two figures over runs, with a bootstrap interval over
+                conditions, decided against the margin like a paired effect; over a population
+                named by its conditions, those that did not train or learn from labels left out
     failure     a condition fails: every run diverges or collapses, or it does not train (gates.py)
                 and its loss stays near its chance level; with `reference`, a condition that must
                 train by the same step (else the failure is not specific); with `collapse`, judged on
@@ -32,8 +33,9 @@ import numpy as np
 
 from . import gates, stats, verdicts
 from .probes import ON_LOGIT_SCALE
-from .measure import (InputError, best_of, conditions_of, dig, failed_runs, flatten, in_path_form, key_of, measure,
-                      measure_by_seed, parts, patterns, realisations, runs, selection_seeds)
+from .measure import (InputError, at_step, best_of, conditions_of, dig, failed_runs, flatten, in_path_form, key_of,
+                      measure, measure_by_seed, parts, patterns, read_record, realisations, record_paths,
+                      record_pattern, runs, selection_seeds)
 from .registry import declared_gates
 from .verdicts import (CONTRADICTED, EXACT_MATCH, INCONCLUSIVE, MISMATCH, NOT_TESTABLE, NOT_TESTED, REPRODUCED,
                        WITHIN_BOUND)
@@ -371,11 +373,36 @@ def _judge_paired(claim, out, notes, root, rules):
     a, bs, by_seed, untrained = _paired_arms(claim, out, notes, root, rules)
     out["reference_arms"], out["outcome_arms"] = declared_gates(claim)
     out["contrasts"] = [_contrast(claim, a, b, by_seed, untrained, rules) for b in bs]
+    if claim["direction"] == "equal":
+        control = _positive_control(claim, root, rules)
+        out["contrasts"] = [verdicts.positive_control(c, control) for c in out["contrasts"]]
+        if control:
+            out["positive_control"] = control
     at_zero = {n: _at_step_zero(claim["arms"][n], root, n) for n in [a, *bs]}
     for c in out["contrasts"]:
         c["logit"] = _logit_effect(claim, a, c["b"], by_seed, rules)
         c["baseline"] = _baseline(claim, c, at_zero, rules)
     return verdicts.combine([c["verdict"] for c in out["contrasts"]])
+
+
+def _positive_control(claim, root, rules):
+    """A claim of no effect's positive control (registry.PositiveControl) at the rung judged: its
+    a - b in its direction, seed by seed, decided against the claim's margin; None without one."""
+    control = claim.get("positive_control")
+    if control is None:
+        return None
+    step = claim.get("_step")
+    a, b = (measure_by_seed(control[k] if step is None else at_step(control[k], step), root) for k in "ab")
+    seeds = [s for s in a if s in b]
+    c = {"a": " ".join(patterns(control["a"])), "b": " ".join(patterns(control["b"])),
+         "direction": control["direction"], "margin": claim["margin"], "seeds": seeds}
+    if len(seeds) < 2:
+        return {**c, "diff_mean": None, "diff_ci95": None, "verdict": INCONCLUSIVE,
+                "reason": "fewer than two seeds with both runs finished"}
+    c.update(stats.paired_contrast([a[s] for s in seeds], [b[s] for s in seeds], control["direction"],
+                                   verdicts.level(rules)))
+    c.update(verdicts.tests(c["diffs"], claim["margin"]))
+    return {**c, "verdict": verdicts.decide(c, rules["alpha"])}
 
 
 def _at_step_zero(spec, root, name):
@@ -419,19 +446,77 @@ def _baseline(claim, c, untrained, rules):
     return out
 
 
+SUPERVISED = ("supervised", "supcon")     # the methods that learn from the class labels (RunConfig.method)
+
+
+def population(claim, root, rules):
+    """The finished runs a correlation reads, and {condition: why it is left out}. Over a population
+    named by its conditions (runs: {conditions: [...]}), each named condition must hold records,
+    else InputError; a condition whose method learns from the labels (SUPERVISED), or whose runs
+    did not train (gates.py, on the figure y reads), is left out unless the claim's `keep` names
+    'supervised' or 'untrained'. Over a pattern, every finished run it selects."""
+    finished = lambda spec: [r for r in runs(spec, root) if r.get("status", "ok") == "ok" and r.get("eval")]
+    named = claim["runs"].get("conditions")
+    if named is None:
+        return finished(claim["runs"]), {}
+    keep, records, left_out = claim.get("keep") or [], [], {}
+    for condition in named:
+        why = _left_out(claim, condition, keep, root, rules)
+        if why:
+            left_out[condition] = why
+        else:
+            records += finished({"condition": condition})
+    return records, left_out
+
+
+def _left_out(claim, condition, keep, root, rules):
+    """Why a named condition is out of a correlation's population (population), or None."""
+    trained = record_paths(condition, "training", root)
+    if not trained or not record_paths(condition, "evaluation", root):
+        raise InputError(f"claim {claim['id']}: runs.conditions: {condition!r} holds no records "
+                         f"({record_pattern(condition)}); run its pretrain and evaluate stages, or leave it "
+                         "out of the list in analysis/claims.yaml")
+    method = read_record(trained[0], root)["config"]["method"]
+    if method in SUPERVISED and "supervised" not in keep:
+        return f"supervised ({method})"
+    if "untrained" in keep:
+        return None
+    gate = gates.control_gain(condition, claim["y"], None, rules, root)
+    if gate is None:
+        return "fewer than two finished runs"
+    if not gate["trained"]:
+        lo, hi = (100 * v for v in gate["error_removed"]["ci95"])
+        return (f"did not train ({100 * gate['error_removed']['mean']:.0f}% [{lo:.0f}, {hi:.0f}] of its "
+                f"control's error removed on the {gate['metric']})")
+    return None
+
+
+MIN_CONDITIONS = 3     # a correlation across conditions needs at least this many (the bootstrap draws conditions)
+
+
 def _judge_correlation(claim, out, notes, root, rules):
-    """Spearman's rho of x and y over every run a pattern selects; direction 'less' claims a negative
+    """Spearman's rho of x and y over the runs of its population; direction 'less' claims a negative
     correlation. Runs of one condition (its seeds) are not independent of each other, so the
     interval comes from a bootstrap over conditions (stats.cluster_bootstrap: conditions drawn with
     replacement, each with all its runs), and the claim is decided against the margin on that
     interval. Two x figures claim they predict y jointly: each one's partial rank correlation with
     y given the other, both required (intersection-union)."""
-    records = [r for r in runs(claim["runs"], root) if r.get("status", "ok") == "ok" and r.get("eval")]
+    records, left_out = population(claim, root, rules)
+    if "conditions" in claim["runs"]:
+        kept = [c for c in claim["runs"]["conditions"] if c not in left_out]
+        out["population"] = {"conditions": kept, "left_out": left_out}
+        notes.append(f"Population: {len(kept)} of the {len(claim['runs']['conditions'])} named conditions"
+                     + ("; left out: " + "; ".join(f"{c}, {why}" for c, why in left_out.items()) if left_out else "")
+                     + ".")
     xs = claim["x"] if isinstance(claim["x"], list) else [claim["x"]]
     columns = {key: np.array([dig(r, key) for r in records], dtype=float) for key in [*xs, claim["y"]]}
     out["arms"] = {key: {"values": v.tolist(), "n": len(v), "key": key} for key, v in columns.items()}
     groups = [r.get("condition", i) for i, r in enumerate(records)]      # a record without one is its own group
     out["contrasts"] = []
+    if len(set(groups)) < MIN_CONDITIONS:
+        notes.append(f"Fewer than {MIN_CONDITIONS} conditions in the population ({len(set(groups))}): no rank "
+                     "correlation across conditions to read.")
+        return verdicts.INCONCLUSIVE
     for i, key in enumerate(xs):
         given = xs[1 - i] if len(xs) == 2 else None
         rho_of = lambda weights, key=key, given=given: stats.rank_correlation(
@@ -471,10 +556,12 @@ CARRIED = ("id", "source", "statement", "published", "metric", "section", "kind"
 
 
 def judge_one(claim, root, rules, documents=()):
-    """A claims.json entry (contrasts kept in `contrasts`; notes still open in `_notes`); `documents`:
-    the sections that hold the documents' own examples (registry.Registry.documents)."""
+    """A claims.json entry (contrasts kept in `contrasts`; notes still open in `_notes`); its origin
+    (verdicts.ORIGINS) the claim's own where it names one, else its section's (`documents`: the
+    sections that hold the documents' own examples, registry.Registry.documents)."""
     out = {k: claim[k] for k in CARRIED if claim.get(k) not in (None, [])}
-    out.update(origin="document" if claim["section"] in documents else "literature", arms={}, contrast=None)
+    out.update(origin=claim.get("origin") or ("document" if claim["section"] in documents else "literature"),
+               arms={}, contrast=None)
     if claim["kind"] == "not_tested":
         return {**out, "verdict": NOT_TESTED, "note": claim["reason"]}
     out["_notes"] = [claim["scale_note"]] if claim.get("scale_note") else []

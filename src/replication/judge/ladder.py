@@ -2,8 +2,16 @@
 
 Rule: a ladder claim is judged at every trained rung its conditions share (equal steps), or, on a
 registered compute basis, at the pairs of a's and b's rungs at which both have spent the same
-(matched_steps: step_a x cost_a = step_b x cost_b); its top rung (pair) is the primary one. A claim
-off the ladder is read at its runs' budget. Along the rungs:
+(matched_steps: step_a x cost_a = step_b x cost_b), where their records hold the figure it reads;
+its top rung (pair) is the primary one. A claim off the ladder is read at its runs' budget.
+Where the records hold a claim's probe at no rung it reads, the claim is read on the probe's
+stand-in (probes.STAND_IN: run 2's records hold the all-label probe at each run's budget only, so
+a claim registered on it at a rung below the budget, or at a pair the budget is not in, reads the
+few-label probe), labelled so. Where they hold it at fewer rungs than the stand-in (run 2: only at
+the budget), the primary is read on the claim's probe at its top rung that holds it, and the
+rungs, convergence and trend below are read on the stand-in at every rung, as context
+(`primary.ladder_probe`); the rung alternative (robustness.py) is then absent, since no lower rung
+holds the claim's probe. Along the rungs:
     convergence   each contrast's per-seed change over the last doubling of steps before the primary
                   rung, with its interval, against rules.convergence_fraction x margin
                   (verdicts.convergence); each arm's own move beside it, described
@@ -12,19 +20,66 @@ off the ladder is read at its runs' budget. Along the rungs:
                   a contradicted top rung says whether it may be a scale artefact
 """
 from . import gates, probes, verdicts
-from .measure import (InputError, at_step, conditions_of, key_of, measure_by_seed, read_record, record_paths,
-                      record_pattern)
+from .measure import (InputError, at_step, conditions_of, dig, key_of, measure_by_seed, parts, read_record,
+                      record_paths, record_pattern, replace_key, runs, with_rungs)
 
 EQUAL_STEPS = ("equal steps", "equal updates")     # bases that pair every arm at the same step
 
 
 # ---------------------------------------------------------------- where a claim is read
 
-def primary(claim, top, root):
+def primary(claim, top, root, stood_in=None):
     """The registered primary analysis: the probe the arms read, the rung (the top rung pair of a
-    ladder claim, `top`; else the runs' budget) and the compute basis."""
+    ladder claim, `top`; else the runs' budget) and the compute basis; `stood_in`: the probe the
+    claim registered, where the claim is read on its stand-in (readable)."""
     return {"probe": primary_probe(claim), "rung": pair_label(top) if top else budget(claim, root),
-            "basis": claim["basis"]}
+            "basis": claim["basis"], **({"stand_in_for": stood_in} if stood_in else {})}
+
+
+def holds(spec, root):
+    """Whether every finished run a spec reads holds its figure (a probe evaluated at the step its
+    key names: run 2's records hold the all-label probe at each run's budget only)."""
+    if parts(spec):
+        return all(holds(part, root) for part in parts(spec))
+    if spec.get("key") is None:
+        return True
+    for record in (r for r in runs(spec, root) if r.get("status", "ok") == "ok"):
+        try:
+            dig(record, with_rungs(spec["key"], record))
+        except InputError:
+            return False
+    return True
+
+
+def stand_in(claim):
+    """The claim read on its probe's stand-in (probes.STAND_IN), or None where it has none."""
+    probe = primary_probe(claim)
+    if probe not in probes.STAND_IN:
+        return None
+    arms = {name: replace_key(spec, probe, probes.STAND_IN[probe]) for name, spec in claim["arms"].items()}
+    return None if None in arms.values() else {**claim, "arms": arms}
+
+
+def readable(claim, root):
+    """(claim, the probe it registered or None): the claim as read, on its own probe where the
+    records hold it at a rung (pair) it reads, else on its stand-in (module docstring)."""
+    other = stand_in(claim)
+    if other is None:
+        return claim, None
+    if claim.get("ladder"):
+        held = _pairs(claim, claim["basis"], root)
+    else:
+        held = all(holds(spec, root) for spec in claim["arms"].values())
+    return (claim, None) if held else (other, primary_probe(claim))
+
+
+def context(claim, pairs, root):
+    """(claim, pairs) the rungs, convergence and trend are read on: the claim's own where its
+    records hold its probe at every rung pair its stand-in's hold, else the stand-in's (module
+    docstring)."""
+    other = stand_in(claim)
+    wider = _pairs(other, claim["basis"], root) if other else []
+    return (other, wider) if len(wider) > len(pairs) else (claim, pairs)
 
 
 def primary_probe(claim):
@@ -77,19 +132,34 @@ def ladder_rungs(claim, root="."):
 
 
 def matched_rungs(claim, basis, root="."):
-    """The rung pairs ({arm: step}, ascending) a ladder claim is judged at on a compute basis: every
-    common trained rung on equal steps (or updates); else the pairs of a's and b's rungs at which
-    both have spent the same (matched_steps), which the registry allows for two arms."""
+    """The rung pairs ({arm: step}, ascending) a ladder claim is judged at on a compute basis (_pairs);
+    InputError where there is none."""
+    pairs = _pairs(claim, basis, root)
+    if pairs:
+        return pairs
     if basis in EQUAL_STEPS:
-        return [{name: step for name in claim["arms"]} for step in ladder_rungs(claim, root)]
+        raise InputError(f"claim {claim['id']}: the records hold {key_of(next(iter(claim['arms'].values())))} at "
+                         "none of the rungs its conditions share; run their evaluate stages")
     a, b = claim["a"], claim["b"] if isinstance(claim["b"], str) else claim["b"][0]
-    (ca,), (cb,) = conditions_of(claim["arms"][a]), conditions_of(claim["arms"][b])
-    pairs = matched_steps(gates.rungs_of(ca, root), gates.rungs_of(cb, root),
-                          cost_per_step(_config(ca, root), basis), cost_per_step(_config(cb, root), basis))
-    if not pairs:
-        raise InputError(f"claim {claim['id']}: no rungs of {ca} and {cb} spend the same on '{basis}'; "
-                         "add ladder rungs to params.yaml that pair up, or register another basis")
-    return [{a: sa, b: sb} for sa, sb in pairs]
+    raise InputError(f"claim {claim['id']}: no rungs of {conditions_of(claim['arms'][a])[0]} and "
+                     f"{conditions_of(claim['arms'][b])[0]} spend the same on '{basis}' with their figures "
+                     "recorded; add ladder rungs to params.yaml that pair up, or register another basis")
+
+
+def _pairs(claim, basis, root):
+    """Every rung pair ({arm: step}, ascending) of a ladder claim on a compute basis at which the
+    records hold the figures it reads: every common trained rung on equal steps (or updates); else
+    the pairs of a's and b's rungs at which both have spent the same (matched_steps), which the
+    registry allows for two arms."""
+    if basis in EQUAL_STEPS:
+        pairs = [{name: step for name in claim["arms"]} for step in ladder_rungs(claim, root)]
+    else:
+        a, b = claim["a"], claim["b"] if isinstance(claim["b"], str) else claim["b"][0]
+        (ca,), (cb,) = conditions_of(claim["arms"][a]), conditions_of(claim["arms"][b])
+        pairs = [{a: sa, b: sb} for sa, sb in matched_steps(
+            gates.rungs_of(ca, root), gates.rungs_of(cb, root),
+            cost_per_step(_config(ca, root), basis), cost_per_step(_config(cb, root), basis))]
+    return [pair for pair in pairs if all(holds(spec, root) for spec in at_pair(claim, pair)["arms"].values())]
 
 
 def cost_per_step(config, basis):
@@ -183,21 +253,23 @@ def _both_trained(rung, c):
 
 
 def add_trend(out, rules):
-    """Per contrast of a judged ladder claim: the trend along the rungs where both arms trained, in
-    the claim's unit and on the logit scale for accuracies; a contradicted top rung says whether it
-    may be a scale artefact. The main contrast's trend label becomes the claim's."""
+    """Per contrast of a judged ladder claim: the trend along its rungs (out['ladder'], on the probe
+    they read) where both arms trained, in the claim's unit and on the logit scale for accuracies; a
+    contradicted top rung says whether it may be a scale artefact. The main contrast's trend label
+    becomes the claim's."""
     ladder = out["ladder"]
     for i, c in enumerate(out["contrasts"]):
+        top = ladder[-1]["contrasts"][i]
         per_rung = [(r["step"], r["contrasts"][i]) for r in ladder if _both_trained(r, r["contrasts"][i])]
         steps = [s for s, _ in per_rung]
         effects = [dict(zip(rc["seeds"], rc.get("diffs") or [])) for _, rc in per_rung]
         first = per_rung[0][1]["verdict"] if per_rung else None
-        c["trend"] = verdicts.ladder_trend(steps, effects, c["margin"], first, c["verdict"], rules)
+        c["trend"] = verdicts.ladder_trend(steps, effects, c["margin"], first, top["verdict"], rules)
         logits = [dict(zip(rc["seeds"], rc["logit"]["diffs"])) for _, rc in per_rung if rc.get("logit")]
-        if c.get("logit") and len(logits) == len(per_rung):
-            mean_b = out["arms"][c["b"]]["mean"]
+        if top.get("logit") and len(logits) == len(per_rung):
+            mean_b = ladder[-1]["arms"][c["b"]]["mean"]
             margin = c["margin"] / max(mean_b * (1 - mean_b), 1e-3)     # the margin near b's level, in logits
-            c["trend_logit"] = verdicts.ladder_trend(steps, logits, margin, first, c["verdict"], rules)
+            c["trend_logit"] = verdicts.ladder_trend(steps, logits, margin, first, top["verdict"], rules)
         if c["verdict"] == verdicts.CONTRADICTED:
             c["scale_artefact"] = _scale_artefact(c, out.get("convergence"))
     main = out["contrasts"][0] if out.get("contrasts") else None

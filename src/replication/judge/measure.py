@@ -9,21 +9,22 @@ lacks is an InputError too, never a silent `not tested`.
 
 Specs: {file, key} reads one value; {files: glob, key} one value per file (per seed, in seed
 order); {condition: name, key} one value per run of a condition, from its training or evaluation
-records as the key says (record_kind; 'study/name': in that study only); {studies: [study, ...]}
-the same over every condition of those studies; {file, select: list-key, where: {field: value},
+records as the key says (record_kind; 'study/name': in that study only); {conditions: [name, ...]}
+the same over each named condition; {studies: [study, ...]} over every condition of those studies; {file, select: list-key, where: {field: value},
 key} one value per selected record. A key
 is a dotted path ('*' maps over a list); `ratio: [a, b]` or `difference: [a, b]` instead of key
 combines two paths. {minus: [spec, spec]} and {spread: [spec, ...]} combine conditions seed by
 seed; {best_of: [spec, ...]} takes the spec with the highest mean (a learning-rate sweep's best arm).
 """
 import glob
+import json
 import math
 import re
 from pathlib import Path
 
 import numpy as np
 
-from ..io import read_json
+from ..io import digest, read_json, run_digest, sha256
 from .probes import ACCURACIES, CONTRASTIVE_TOP1, EMBEDDING_FIGURES, PROBES
 
 STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
@@ -149,7 +150,8 @@ def record_kind(spec):
 def in_path_form(value):
     """A spec, a claim or a list of them with every spec that names runs written as the files it
     reads: {condition: c} -> {files: c's records of the kind its key reads} ('study/c' in that study
-    only), {studies: [s, ...]} -> {files: [the records of every condition of s, ...]}. The measuring
+    only), {conditions: [c, ...]} -> {files: [c's records, ...]}, {studies: [s, ...]} -> {files: [the
+    records of every condition of s, ...]}. The measuring
     reads both forms through it, and the registration compares claims in it."""
     if isinstance(value, list):
         return [in_path_form(v) for v in value]
@@ -160,6 +162,8 @@ def in_path_form(value):
         if k == "condition":
             study, _, condition = v.rpartition("/")
             out["files"] = record_pattern(condition, record_kind(value), study or "*")
+        elif k == "conditions":
+            out["files"] = [record_pattern(condition, record_kind(value)) for condition in v]
         elif k == "studies":
             out["files"] = [record_pattern("*", record_kind(value), study) for study in v]
         else:
@@ -364,33 +368,126 @@ def _check_folders(conditions, root):
         raise InputError("results: leads outside the repository (a symlink?); replace it with the folder itself")
 
 
-def _numbers(value, where):
-    """(where, number) for every number inside a record's metrics."""
+# The range of every figure a record holds that reaches a verdict or a plot, from its definition in
+# src/contrastive (evaluate.py, losses.py: features are l2-normalised, so ||x - y||^2 lies in [0, 4]):
+# (least, most, what it is)
+RANGES = {**{name: (0, 1, "an accuracy") for name in ACCURACIES},
+          "alignment": (0, 4, "an alignment, E ||x - y||^2 of unit vectors"),
+          "uniformity": (-8, 0, "a uniformity, log E exp(-2 ||x - y||^2) of unit vectors"),
+          "tolerance": (-1, 1, "a tolerance, a mean cosine similarity"),
+          "tolerance_centred": (-2, 2, "a centred tolerance, a difference of two mean cosine similarities")}
+FIGURES = {"training": ("loss", "loss_curve", "rung_loss", "learned_scalars", "rung_tau", "tau_final"),
+           "evaluation": ("eval", "control", "control_uncalibrated", "at")}   # the fields whose figures are checked
+SETTINGS = "protocol"        # the probes' settings inside an evaluation's figures: text among numbers
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _leaves(value, where):
+    """(where, value) for every leaf inside a record's field (dicts and lists walked), its settings left out."""
     if isinstance(value, dict):
-        return [found for k, v in value.items() for found in _numbers(v, f"{where}.{k}")]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [(where, value)]
-    return []
+        return [leaf for k, v in value.items() if k != SETTINGS for leaf in _leaves(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, f"{where}.{i}")]
+    return [(where, value)]
 
 
-def _check_ranges(path, record, fields):
-    """Every metric finite; every accuracy within [0, 1]."""
-    for field in fields:
-        for where, number in _numbers(record.get(field), field):
-            if not math.isfinite(number):
-                raise InputError(f"{path}: {where} is {number}, not a finite number; {_fix(path)}")
-            if where.rsplit(".", 1)[-1] in ACCURACIES and not 0 <= number <= 1:
-                raise InputError(f"{path}: {where} = {number:g}, an accuracy outside [0, 1]; {_fix(path)}")
+def _check_ranges(path, record, kind):
+    """Every figure of a record (FIGURES) a finite number, or None (not measured), and each one
+    RANGES names within its range."""
+    for field in FIGURES[kind]:
+        for where, value in _leaves(record.get(field), field):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                shown = repr(value[:40]) if isinstance(value, str) else str(value)[:40]
+                raise InputError(f"{path}: {where} is {shown}, not a finite number; {_fix(path)}")
+            least, most, what = RANGES.get(where.rsplit(".", 1)[-1], (-math.inf, math.inf, ""))
+            if not least <= value <= most:
+                raise InputError(f"{path}: {where} = {value:g}, {what} outside [{least}, {most}]; {_fix(path)}")
+
+
+def _resolved(name, root):
+    """resolved/<name>.json, the configuration a run ran under, or InputError naming the command that writes it."""
+    path = f"resolved/{name}.json"
+    try:
+        return read_json(Path(root, path))
+    except (OSError, ValueError):
+        raise InputError(f"{path}: missing or unreadable; write it with `dvc repro resolve`") from None
+
+
+def _check_config(path, record, name, study, resolved):
+    """A training record ran under its condition's resolved configuration (`resolved`: resolved/pretrain/
+    <study>.json): its config_sha256, where it has one (records written since issue 55), is the digest
+    of it (run_digest), and every setting the resolved condition defines is the same in its `config`."""
+    source = f"resolved/pretrain/{study}.json"
+    settings = (resolved.get("conditions") or {}).get(name) or {}
+    config = record["config"] if isinstance(record["config"], dict) else {}
+    if "config_sha256" in record and \
+            record["config_sha256"] != run_digest(settings, resolved.get("execution"), resolved.get("data")):
+        raise InputError(f"{path}: config_sha256 is not the digest of {name}'s resolved configuration ({source}): "
+                         f"a record of another run; {_fix(path)}")
+    for key, value in settings.items():
+        if config.get(key, "(missing)") != value:
+            raise InputError(f"{path}: config.{key} is {str(config.get(key, '(missing)'))[:40]}, the resolved "
+                             f"configuration says {str(value)[:40]} ({source}): a record of another run; {_fix(path)}")
+
+
+def _check_evaluation_config(path, record, root):
+    """An evaluation record's config_sha256, where it has one, is the digest of resolved/evaluate.json."""
+    if "config_sha256" in record and record["config_sha256"] != digest(_resolved("evaluate", root)):
+        raise InputError(f"{path}: config_sha256 is not the digest of resolved/evaluate.json: an evaluation under "
+                         f"other settings; {_fix(path)}")
+
+
+def _check_checkpoints(path, record, root):
+    """Each checkpoint a training record lists lies in its own run's folder (artifacts/ + the record's
+    path), with a well-formed sha256 (64 hex digits, not zeros), and where the checkpoint is present
+    (DVC's cache checked out; a fresh clone has none) its sha256 is the file's own."""
+    run = Path("artifacts", *Path(path).with_suffix("").parts[1:])
+    for checkpoint in record.get("checkpoints") or []:
+        where, recorded = checkpoint.get("path"), checkpoint.get("sha256")
+        if not isinstance(where, str) or Path(where).parent != run:
+            raise InputError(f"{path}: checkpoint {str(where)[:80]!r} is not in its run's folder {run}/; "
+                             f"{_fix(path)}")
+        if not (isinstance(recorded, str) and SHA256.fullmatch(recorded)) or not recorded.strip("0"):
+            raise InputError(f"{path}: the sha256 of {where} is {repr(recorded)[:70]}, not a checkpoint's hash; "
+                             f"{_fix(path)}")
+        if Path(root, where).is_file() and sha256(Path(root, where)) != recorded:
+            raise InputError(f"{path}: the sha256 of {where} differs from the checkpoint's own; restore it with "
+                             f"`dvc checkout {where} --force`, or {_fix(path)}")
+
+
+def _fingerprints(trained, training, path, evaluation):
+    """(record, what, value) of what no two seeds' runs share: the loss curve, each checkpoint's sha256,
+    the figures at every rung."""
+    return [(trained, "loss_curve", training.get("loss_curve")),
+            *((trained, "checkpoint sha256", c.get("sha256")) for c in training.get("checkpoints") or []),
+            (path, "evaluation at every rung (at)", evaluation.get("at"))]
+
+
+def _check_distinct(runs):
+    """No two seeds of a condition hold the same run: a copied record would count one run twice."""
+    seen = {}
+    for run in runs:
+        for path, what, value in _fingerprints(*run):
+            key = (what, json.dumps(value, sort_keys=True))
+            if value and seen.get(key, path) != path:
+                raise InputError(f"{path}: its {what} is that of {seen[key]}: one run recorded twice (a copied "
+                                 f"record?); {_fix(path)}")
+            seen.setdefault(key, path)
 
 
 def check_inputs(conditions, root="."):
     """Every training and evaluation record the resolved configuration (resolved/
     conditions.json: seeds, and each condition's study, steps and rungs) expects, present, complete
-    and in range, and no other file beside them: a finished run evaluated at every rung it
-    reached, trained for the configured steps, its accuracies within [0, 1] and every figure finite.
-    Raises InputError on the first gap."""
+    and in range, and no other file beside them: each the record of its own run (its condition and
+    seed, its condition's resolved settings: _check_config, _check_evaluation_config; its own
+    checkpoints: _check_checkpoints; no two seeds one run: _check_distinct), a finished run evaluated
+    at every rung it reached, every figure finite and within its range (_check_ranges). Raises
+    InputError on the first gap."""
     _check_folders(conditions, root)
     for name, info in conditions["conditions"].items():
+        resolved, runs = _resolved(f"pretrain/{info['study']}", root), []
         for seed in conditions["seeds"]:
             trained = record_pattern(name, "training", info["study"], seed)
             training = read_record(trained, root)
@@ -401,12 +498,14 @@ def check_inputs(conditions, root="."):
             if (training["condition"], training["seed"]) != (name, seed) or \
                     (evaluation["condition"], evaluation["seed"]) != (name, seed):
                 raise InputError(f"{path}: records another run than {name} seed {seed}; {_fix(path)}")
-            if training["status"] == "ok" and "steps" in info and training["config"].get("steps") != info["steps"]:
-                raise InputError(f"{trained}: trained for {training['config'].get('steps')} steps, "
-                                 f"the configuration says {info['steps']}; rerun `dvc repro -f pretrain@{info['study']}`")
-            _check_ranges(trained, training, ("rung_loss",))
-            _check_ranges(path, evaluation, ("eval", "control", "control_uncalibrated", "at"))
+            _check_config(trained, training, name, info["study"], resolved)
+            _check_evaluation_config(path, evaluation, root)
+            _check_checkpoints(trained, training, root)
+            _check_ranges(trained, training, "training")
+            _check_ranges(path, evaluation, "evaluation")
             reached = [int(s) for s in training["rung_loss"]] if training["status"] != "ok" else info["rungs"]
             absent = [s for s in reached if str(s) not in evaluation["at"]]
             if absent:
                 raise InputError(f"{path}: partial record, no evaluation at step {absent[0]}; {_fix(path)}")
+            runs.append((trained, training, path, evaluation))
+        _check_distinct(runs)

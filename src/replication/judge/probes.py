@@ -15,8 +15,12 @@ PROBES = {   # key under `h` or `z` in a record: its title, with fields of the r
     "rotation_mlp": "rotation, MLP",
     "colour": "grayscale or not, linear",
 }
-BUDGET_ONLY = ("linear_full", "rotation", "rotation_mlp", "colour")   # at a run's budget checkpoint only
 PANEL = ("linear", "knn", "knn_centred", "wknn", "linear_full")       # the class-label probes: robustness.py
+NAMES = {"linear": "the few-label linear probe", "linear_full": "the all-label linear probe", "knn": "kNN",
+         "knn_centred": "centred kNN", "wknn": "weighted kNN"}    # a class-label probe in a label's words
+STAND_IN = {"linear_full": "linear"}
+# the probe read where a claim's probe was not evaluated at the rungs it reads: run 2's records hold the
+# all-label probe at each run's budget only (judge/ladder.py)
 EMBEDDING_FIGURES = ("alignment", "uniformity", "tolerance", "tolerance_centred")   # an embedding's other figures
 CONTRASTIVE_TOP1 = "contrastive_top1"     # the pretext task's top-1 accuracy: the method's, not an embedding's
 ACCURACIES = (*PROBES, CONTRASTIVE_TOP1)  # every accuracy a record holds, within [0, 1]

@@ -12,6 +12,8 @@ A claims.json is a list of Judgements, one per claim of the registry:
       arms         {arm name: Arm}: per-seed values and their summary, each gated Arm's
                    {condition: Gate} against its untrained control
       contrast     the Contrast that decided the verdict; `contrasts` all of them when several
+      positive_control  a claim of no effect's positive control, a Contrast (verdicts.positive_control)
+      population   a correlation's named conditions that it reads, and why each other one is left out
       ladder       one Rung per trained rung of a ladder claim (its arms and contrasts there)
       convergence  whether the effect settled over the last doubling of steps
       robustness   the verdict under each registered Alternative
@@ -30,7 +32,7 @@ from pydantic import ValidationError, model_serializer
 
 from ..io import atomic_path, json_text
 from ..schema import Strict, one_line
-from .verdicts import VERDICTS
+from .verdicts import ORIGINS, VERDICTS
 
 CLAIMS = Path("reports/claims.json")
 SIGNIFICANT = 12                         # digits of every figure written: far above any figure's precision
@@ -38,6 +40,7 @@ SIGNIFICANT = 12                         # digits of every figure written: far a
 Number = int | float                     # as judged: an int stays an int, so the bytes do not move
 Interval = list[Number | None]           # [lo, hi] at the registered level (keys named *ci95)
 Verdict = Literal[VERDICTS]
+Origin = Literal[tuple(ORIGINS)]
 
 
 class RecordError(Exception):
@@ -154,6 +157,7 @@ class Contrast(Record):
     published_effect_value: Number | None = None
     magnitude: str | None = None
     verdict: Verdict
+    published_answer: str | None = None      # the published effect inside ours or ruled out (verdicts.py)
     seeds_needed: int | None = None
     reason: str | None = None
     logit: Logit | None = None
@@ -204,10 +208,14 @@ class Convergence(Record):
 
 
 class Primary(Record):
-    """The registered primary analysis: probe, rung (or {arm: step}) and compute basis."""
+    """The registered primary analysis: probe, rung (or {arm: step}) and compute basis; the probe it
+    stands in for where the records lack the registered one, and the probe the ladder reads where
+    it is not the primary's (ladder.py)."""
     probe: str | None
     rung: int | dict[str, int] | None
     basis: str
+    stand_in_for: str | None = None
+    ladder_probe: str | None = None
 
 
 class Alternative(Record):
@@ -220,7 +228,10 @@ class Alternative(Record):
 
 
 class Robustness(Record):
-    label: str
+    """'robust' or 'depends on: ...' (None where only reversals change the verdict), each reversal's
+    label, and every alternative (robustness.py)."""
+    label: str | None
+    reversals: list[str] | None = None
     alternatives: list[Alternative]
 
 
@@ -258,6 +269,12 @@ class ReferenceGate(Record):
     control: Gate | None
 
 
+class Population(Record):
+    """The conditions a correlation reads, and {condition: why it is left out} (kinds.population)."""
+    conditions: list[str]
+    left_out: dict[str, str]
+
+
 class Judgement(Record):
     """One claim of the registry as judged: what reports/claims.json holds per claim."""
     id: str
@@ -274,13 +291,15 @@ class Judgement(Record):
     amended: list[Amendment] | None = None
     realisation: str | None = None
     calibrated: str | None = None
-    origin: Literal["literature", "document"]
+    origin: Origin
     arms: dict[str, Arm]
     contrast: Contrast | None
     reference_arms: list[str] | None = None
     step: int | None = None
     outcome_arms: list[str] | None = None
     contrasts: list[Contrast] | None = None
+    positive_control: Contrast | None = None
+    population: Population | None = None
     reference: ReferenceGate | None = None
     decided_by: str | None = None
     verdict: Verdict

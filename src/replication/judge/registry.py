@@ -6,8 +6,10 @@ type and range (margins and tolerances >= 0, `direction` and `kind` from their l
 and from [a-z0-9-]), every condition it names is defined in params.yaml (in the study it names, if
 any), and every key it reads from a pipeline record exists in that record's schema (EVALUATION_KEY,
 TRAINING_KEY). A study named in `studies` that params.yaml does not define reads no runs, as a
-population registered before its study was renamed does. A YAML key
-written twice is an error. A mistake gives one line naming the claim id, the key and what is
+population registered before its study was renamed does; a population named by its `conditions`
+names each one that params.yaml defines. A positive control belongs to a claim of no effect only;
+the sequential rule (`rules.sequential`) is optional, and absent from the rules when not given, so
+that the rules registered without it keep their digest. A YAML key written twice is an error. A mistake gives one line naming the claim id, the key and what is
 allowed (RegistryError); nothing is judged or written.
 """
 import datetime
@@ -21,7 +23,7 @@ from ..io import load_yaml
 from ..schema import Strict, one_line
 from .measure import EVALUATION_KEY, TRAINING_KEY, patterns, record_of
 from .probes import PANEL
-from .verdicts import VERDICTS
+from .verdicts import ORIGINS, VERDICTS
 
 Verdict = Literal[VERDICTS]
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
@@ -34,18 +36,20 @@ class RegistryError(Exception):
     """A registry that cannot be judged as written; str(e) is the one line to print."""
 
 
-SOURCES = ("file", "files", "condition", "studies", "minus", "spread", "best_of")     # where a spec reads
+SOURCES = ("file", "files", "condition", "conditions", "studies", "minus", "spread", "best_of")   # where a spec reads
+NAMING_RUNS = ("file", "files", "condition", "conditions", "studies")      # the sources that read records
 
 
 class Spec(Strict):
     """Where a measurement is: {file, key} one value; {files: glob(s), key} one per run; {condition:
-    name or study/name, key} one per run of a condition; {studies: [...]} every run of those studies
-    (measure.in_path_form); {file, select, where, key} one per selected record; `ratio` /
+    name or study/name, key} one per run of a condition; {conditions: [...]} every run of those
+    conditions; {studies: [...]} every run of those studies (measure.in_path_form); {file, select, where, key} one per selected record; `ratio` /
     `difference` of two paths instead of `key`; {minus: [a, b]}, {spread: [...]}, {best_of: [...]}
     combine specs seed by seed."""
     file: str | None = None
     files: str | list[str] | None = None
     condition: Annotated[str, Field(pattern=r"^([\w-]+/)?[\w-]+$")] | None = None
+    conditions: Annotated[list[Annotated[str, Field(pattern=r"^[\w-]+$")]], Field(min_length=1)] | None = None
     studies: Annotated[list[Annotated[str, Field(pattern=r"^[\w-]+$")]], Field(min_length=1)] | None = None
     select: str | None = None
     where: dict[str, Any] | None = None
@@ -61,7 +65,7 @@ class Spec(Strict):
         sources = [k for k in SOURCES if getattr(self, k) is not None]
         if len(sources) != 1:
             raise ValueError(f"give exactly one of {', '.join(SOURCES)}")
-        if sources[0] in ("file", "files", "condition", "studies"):
+        if sources[0] in NAMING_RUNS:
             reads = [k for k in ("key", "ratio", "difference") if getattr(self, k) is not None]
             if len(reads) > 1:
                 raise ValueError("give one of key, ratio, difference")
@@ -144,6 +148,7 @@ class Claim(Strict):
         list[Annotated[float, Field(allow_inf_nan=False)]] | None = None
     effect_scale: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
     effect_unit: str = ""
+    origin: Literal[tuple(ORIGINS)] | None = None    # who makes the claim, where not its section's origin
 
     @model_validator(mode="before")
     @classmethod
@@ -239,6 +244,20 @@ class SingleRun(Claim):
         return _gated_when_trained(self, [self.realisations])
 
 
+class PositiveControl(Strict):
+    """What shows that the measurement of a claim of no effect could have seen an effect of the
+    margin's size: arm a against arm b (specs read like the claim's arms, '{step}' at the rung
+    judged), in `direction`, decided against the claim's margin (verdicts.positive_control)."""
+    a: Spec
+    b: Spec
+    direction: Literal["greater", "less"]
+
+    @model_validator(mode="after")
+    def _values(self):
+        _reads_a_value({"a": self.a, "b": self.b})
+        return self
+
+
 class Paired(Claim):
     kind: Literal["paired"]
     a: str
@@ -251,6 +270,7 @@ class Paired(Claim):
     outcome: list[str]                       # arms whose failure the claim predicts or allows: not gated
     basis: Literal["equal steps", "equal images", "equal updates", "equal encoder passes"] = "equal steps"
     free_parameter: FreeParameter | None = None
+    positive_control: PositiveControl | None = None     # a claim of no effect: required to decide it
 
     @property
     def bs(self):
@@ -278,6 +298,8 @@ class Paired(Claim):
         for name in [self.a, *self.bs]:
             if (name in self.reference) == (name in self.outcome):
                 raise ValueError(f"arm {name!r}: name it in exactly one of reference (must train) and outcome")
+        if self.positive_control and self.direction != "equal":
+            raise ValueError("positive_control: only a claim of no effect (direction: equal) has one")
         return self
 
 
@@ -296,12 +318,22 @@ class Failure(Claim):
 
 
 class Correlation(Claim):
+    """Over a population named by its `conditions` (runs: {conditions: [...]}), the conditions that
+    did not train and the supervised ones are left out unless `keep` names them (kinds.population)."""
     kind: Literal["correlation"]
     runs: Spec
     x: str | Annotated[list[str], Field(min_length=2, max_length=2)]   # two: each given the other (jointly)
     y: str
     direction: Literal["greater", "less"]
     margin: NonNegative
+    keep: list[Literal["untrained", "supervised"]] | None = None
+
+    @model_validator(mode="after")
+    def _population_named(self):
+        if self.keep is not None and self.runs.conditions is None:
+            raise ValueError("keep: only a population named by its conditions (runs: {conditions: [...]}) "
+                             "leaves conditions out")
+        return self
 
 
 class NotTested(Claim):
@@ -321,6 +353,16 @@ class Robustness(Strict):
     multiplicity: list[Literal["bh"]]
 
 
+class Sequential(Strict):
+    """The two-stage design of the seeds (sequential.py): after stage 1's seeds, a contrast still
+    inconclusive that about `seeds_needed_at_most` seeds would settle gets `further_seeds` more for
+    the arms it reads; the one-sided error is spent across the two looks by `spending`."""
+    stage_one_seeds: Annotated[int, Field(ge=2)]
+    further_seeds: Annotated[int, Field(ge=1)]
+    seeds_needed_at_most: Annotated[int, Field(ge=2)]
+    spending: Literal["pocock", "obrien-fleming"]
+
+
 class Rules(Strict):
     control_error_removed: Fraction          # trained: its gain removes at least this share of the control's error
     max_seeds: Annotated[int, Field(ge=2)]
@@ -328,6 +370,7 @@ class Rules(Strict):
     alpha: Annotated[float, Field(gt=0, lt=0.5)]          # each one-sided test's level
     convergence_fraction: NonNegative        # converged: moved less than this x margin over the last doubling
     robustness: Robustness
+    sequential: Sequential | None = None     # absent from the dumped rules when not given (their digest)
 
 
 def _claim(raw, path, shared=None):
@@ -387,6 +430,8 @@ def specs(claim):
         found.append((f"arms.{name}", spec))
     if getattr(claim, "collapse", None):
         found += [(f"collapse.{k}", s) for k in ("runs", "avoided_by") if (s := getattr(claim.collapse, k))]
+    if getattr(claim, "positive_control", None):
+        found += [(f"positive_control.{k}", getattr(claim.positive_control, k)) for k in ("a", "b")]
     return [(w, leaf) for where, spec in found for w, leaf in _leaves(where, spec)]
 
 
@@ -480,7 +525,7 @@ def load_registry(path="analysis/claims.yaml", conditions=None):
         if cid in present:
             raise RegistryError(f"{path}: amendments.{withdrawn[cid]['id']}.withdraws: claim {cid} is still in "
                                 "`claims:`; remove it there or from `withdraws`")
-    return Registry(rules.model_dump(), [c.model_dump(exclude_none=True) for c in claims],
+    return Registry(rules.model_dump(exclude_none=True), [c.model_dump(exclude_none=True) for c in claims],
                     [s.model_dump() for s in sections], withdrawn)
 
 

@@ -2,8 +2,13 @@
 
 Rule: the primary analysis (registered probe, rung, compute basis; no multiplicity correction) is
 re-run with one choice changed at a time (rules.robustness):
-    probe         the other probes on the same embedding (probes.PANEL: linear, kNN on centred features,
-                  weighted kNN; the linear probe on every training label where the claim reads the budget)
+    probe         every other class-label probe on the same embedding (probes.PANEL: the few-label and
+                  the all-label linear probe, kNN, kNN on centred features, weighted kNN), where the
+                  records hold it at the primary's rung (pair): the panel follows the primary, so the
+                  few-label probe is an alternative where the all-label one is primary, and a re-read
+                  of a published claim on another probe (a withdrawn claim) is one of its alternatives.
+                  Registration 2 listed the probes in rules.robustness.probes, with the few-label probe
+                  first and plain kNN left out; the panel no longer reads that list
     rung          a ladder claim at the rung that starts the last doubling before its primary rung
                   (the top rung is primary, so no trained rung lies above it)
     basis         each other registered basis (equal steps = equal updates, equal images seen, equal
@@ -12,14 +17,15 @@ re-run with one choice changed at a time (rules.robustness):
     baseline      where the two sides already differ before training (step 0) beyond the margin, the
                   contrast of their gains over step 0
     multiplicity  Benjamini-Hochberg: a decided verdict stands only with its q-value below alpha
-A claim is `robust` when every alternative gives the primary verdict, else `depends on: <the
-choices that change it>`.
+A claim is `robust` when every alternative gives the primary verdict; a probe that decides it the
+other way (verdicts.reversals) is named with its figure (`reverses on weighted kNN: ...`); the
+other choices that change it only weaken it: `depends on: <those choices>`.
 """
 
 from . import gates, probes, verdicts
 from .kinds import judge_one
-from .ladder import at_pair, matched_rungs, pair_label, primary_probe
-from .measure import InputError, conditions_of, parts, replace_key
+from .ladder import at_pair, holds, matched_rungs, pair_label, primary_probe
+from .measure import InputError, conditions_of, replace_key
 
 DIMENSIONS = ("probe", "rung", "basis", "baseline", "multiplicity")
 
@@ -35,18 +41,25 @@ def alternatives(claim, out, pairs, judged, root, rules):
     return found + _baseline_alternative(out)
 
 
-def panel(verdict, found, q_bh, rules):
+def panel(claim, verdict, found, q_bh, rules):
     """The robustness entry of a judged claim: `found` with the Benjamini-Hochberg alternative
-    added, and its label."""
+    added, its label, and the label of each probe that reverses it (in the claim's unit)."""
     found = [*found, {"dimension": "multiplicity", "choice": "Benjamini-Hochberg",
                       "verdict": verdicts.multiplicity_verdict(verdict, q_bh, rules["alpha"])}]
-    return {"label": label(verdict, found), "alternatives": found}
+    reversing = verdicts.reversals(verdict, found)
+    scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
+    named = [verdicts.reverses_label(probes.NAMES[a["choice"]], a, scale, unit) for a in reversing]
+    return {"label": label(verdict, found, reversing), **({"reversals": named} if named else {}),
+            "alternatives": found}
 
 
-def label(primary_verdict, alternatives):
-    """'robust' or 'depends on: probe, rung, ...' (in DIMENSIONS order)."""
-    moved = {a["dimension"] for a in alternatives if a["verdict"] != primary_verdict}
-    return "robust" if not moved else "depends on: " + ", ".join(d for d in DIMENSIONS if d in moved)
+def label(primary_verdict, alternatives, reversing=()):
+    """'robust', or 'depends on: probe, rung, ...' (in DIMENSIONS order) for the alternatives that
+    change the verdict without reversing it; None where only reversals change it (named apart)."""
+    moved = {a["dimension"] for a in alternatives if a["verdict"] != primary_verdict and a not in reversing}
+    if moved:
+        return "depends on: " + ", ".join(d for d in DIMENSIONS if d in moved)
+    return None if reversing else "robust"
 
 
 def _alternative(dimension, choice, out):
@@ -56,17 +69,18 @@ def _alternative(dimension, choice, out):
 
 
 def _probe_alternatives(claim, pair, root, rules):
-    """The claim under each other registered probe, at the primary rung pair (None: its budget)."""
+    """The claim under each other class-label probe, at the primary rung pair (None: its budget),
+    where the records hold it there."""
     primary = primary_probe(claim)
     found = []
-    for probe in rules["robustness"]["probes"]:
-        if probe in probes.BUDGET_ONLY and (pair or not all(_reads_budget(s) for s in claim["arms"].values())):
+    for probe in (p for p in probes.PANEL if p != primary):
+        arms = {n: replace_key(s, primary, probe) for n, s in claim["arms"].items()}
+        if None in arms.values():
             continue
-        arms = {n: replace_key(s, primary, probe) for n, s in claim["arms"].items()} if probe != primary else {}
-        if arms and None not in arms.values():
-            other = {**claim, "arms": arms}
-            judged = judge_one(at_pair(other, pair) if pair else other, root, rules)
-            found.append(_alternative("probe", probe, judged))
+        other = {**claim, "arms": arms}
+        other = at_pair(other, pair) if pair else other
+        if all(holds(spec, root) for spec in other["arms"].values()):
+            found.append(_alternative("probe", probe, judge_one(other, root, rules)))
     return found
 
 
@@ -77,13 +91,6 @@ def _baseline_alternative(out):
         return []
     return [{"dimension": "baseline", "choice": "gain over step 0", "verdict": gain["verdict"],
              "diff_mean": gain["diff_mean"], "diff_ci95": gain["diff_ci95"]}]
-
-
-def _reads_budget(spec):
-    """Whether every figure a spec reads is at its runs' budget checkpoint (`eval.`)."""
-    if parts(spec):
-        return all(_reads_budget(part) for part in parts(spec))
-    return (spec.get("key") or "").startswith("eval.")
 
 
 def _rung_alternative(pairs, judged):

@@ -16,12 +16,29 @@ test at level alpha.
                           registry says so (`not_testable`, with its reason)
 A bound is an answer: an interval that settles nothing is inconclusive, and says which effects it
 rules out. A published effect no larger than the margin forbids `reproduced` (an effect beyond +m
-cannot reproduce it) and nothing else. Beside each verdict stands the magnitude comparison: whether
-the published effect lies inside our interval, below it or above it.
-A claim with several contrasts holds only if every one does (an intersection-union test, which
-needs no correction within the claim): any contradicted -> contradicted; all reproduced ->
-reproduced; any inconclusive -> inconclusive; else (each reproduced or without effect, at least one
-without) -> no meaningful effect.
+cannot reproduce it) and nothing else. A claim of no effect is reproduced only where its registered
+positive control (a contrast the same measurement should see) lies beyond +m by the same test:
+without one, or with one that does not, the measurement has not shown it could see an effect of the
+margin's size, and the claim is inconclusive (positive_control). Beside each verdict stands the
+magnitude comparison: whether the published effect lies inside our interval, below it or above it.
+A claim with several contrasts (legs) holds only if every one does (an intersection-union test,
+which needs no correction within the claim), and a decided leg is never hidden behind an undecided
+one: any contradicted -> contradicted; else any without meaningful effect -> no meaningful effect
+(the claim that every leg clears the margin is refuted, whatever the open legs show); else any not
+testable -> not testable here; any inconclusive -> inconclusive; all reproduced -> reproduced. Each
+leg keeps its own verdict and reason beside the claim's.
+Every answer an interval gives is stated: for each judged leg with a published effect, whether that
+effect lies inside our interval or is ruled out (ours larger or smaller), in its reason
+(published_answer), whatever the verdict. A claim whose published size is ruled out while its
+direction against the margin is undecided (inconclusive) carries the mandatory label RULED_OUT, not
+a verdict word of its own: the verdict answers one registered question (does the effect clear the
+margin, one-sided tests at alpha) and the magnitude another (does our interval hold the published
+size); a word that mixed them would break the one-to-one of verdict and test, the counts by verdict
+and the verdicts registered before it, while a label is shown wherever the verdict is (the studies
+table, claims.md, the counts) and counted apart.
+A registered alternative probe that decides the claim the opposite way (reproduced on one,
+contradicted on another) is named in a label of its own with its figure (reverses_label); `depends
+on` names the alternatives that only weaken the verdict (robustness.py).
 Across the registry, Benjamini-Hochberg q-values over one p per decided claim (the p of the test
 behind its verdict; the largest over an intersection-union claim; for an inconclusive claim the
 smallest of its three tests) are shown as a screen. They decide nothing.
@@ -56,6 +73,13 @@ CLASS = {REPRODUCED: "ok", EXACT_MATCH: "ok", WITHIN_BOUND: "ok", CONTRADICTED: 
 STYLE = {REPRODUCED: ("#009E73", "o"), CONTRADICTED: ("#D55E00", "s"), NO_EFFECT: ("#0072B2", "D"),
          INCONCLUSIVE: ("#E69F00", "^"), NOT_TESTABLE: ("#999999", "x"), NOT_TESTED: ("#999999", "x")}
 # Okabe-Ito colours and matplotlib markers of the figures
+OPPOSITE = {REPRODUCED: CONTRADICTED, CONTRADICTED: REPRODUCED}           # the decisions that reverse each other
+RULED_OUT = "published size ruled out"     # the label of an inconclusive claim whose interval excludes it
+ORIGINS = {   # who makes a claim (a claim's `origin`, else its section's), in the words of the counts
+    "literature": "literature claims (published papers' results)",   # each origin counted apart, in this order
+    "document": "of the documents' own claims and examples",
+    "addition": "claims this study added",
+}
 
 
 def verdict_rules(rules):
@@ -65,8 +89,10 @@ def verdict_rules(rules):
         (REPRODUCED, f"the lower bound of the {interval} interval of the paired effect lies above +m "
                      f"(one-sided test of delta <= m at {each}), for every contrast of the claim"),
         (CONTRADICTED, f"the upper bound lies below -m (one-sided test of delta >= -m at {each}), for any contrast"),
-        (NO_EFFECT, "the whole interval lies inside (-m, +m) (two one-sided tests, TOST)"),
-        (INCONCLUSIVE, "otherwise: the interval reaches across a margin"),
+        (NO_EFFECT, "the whole interval lies inside (-m, +m) (two one-sided tests, TOST), for any contrast that "
+                    "no other contradicts: a decided leg is never hidden behind an undecided one"),
+        (INCONCLUSIVE, f"otherwise: the interval reaches across a margin; with the published size outside it, "
+                       f"labelled '{RULED_OUT}'"),
         (NOT_TESTABLE, "a declared reference arm did not train on the quantity the claim reads, or the registry "
                        "states why the design cannot test it; an underpowered interval is inconclusive, with the "
                        "effects it rules out, and a published effect no larger than the margin forbids reproduced "
@@ -86,10 +112,12 @@ DOCUMENT_VERDICTS = [
     (NOT_TESTED, "the study cannot test it; the claim says why"),
 ]
 STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's table is generated from this list
-    ("primary analysis", "one per claim, registered: the probe and embedding its key reads, the top rung of a ladder "
-     "claim (else the budget), the compute basis (`basis`: arms that spend differently per step are paired at the "
-     "rungs where they have spent the same encoder passes, images x views; default equal steps)",
-     "judge/judge.py, judge/robustness.py"),
+    ("primary analysis", "one per claim, registered: the probe and embedding its key reads (the all-label linear "
+     "probe where the published figure is an all-label linear evaluation), the top rung of a ladder claim at which "
+     "that probe was evaluated (else the budget), the compute basis (`basis`: arms that spend differently per step "
+     "are paired at the rungs where they have spent the same encoder passes, images x views; default equal steps); "
+     "where the records hold the probe at no rung the claim reads, its stand-in (the few-label probe), labelled",
+     "judge/judge.py, judge/ladder.py, judge/robustness.py"),
     ("untrained control", "every run's step-0 checkpoint, probed (as every checkpoint is) with BatchNorm statistics "
      "re-estimated on training images; the uncalibrated figure is kept beside it", "run/calibration.py, run/evaluate.py"),
     ("trained", "the arm's gain removes at least `rules.control_error_removed` of its control's error (lower bound of "
@@ -99,9 +127,11 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
      "predicts will fail is its outcome, recorded as such); of a `best_of` arm only the chosen candidate, chosen on "
      "half the seeds and judged on the others", "judge/kinds.py, judge/measure.py"),
     ("decision", "the verdict table above, per contrast; a claim holds only if every contrast does "
-     "(intersection-union); an inconclusive interval states the effects it rules out", "judge/verdicts.py"),
-    ("magnitude", "beside every verdict with a published effect: whether that effect lies inside our interval, below "
-     "it or above it", "judge/verdicts.py"),
+     "(intersection-union), and a decided contrast is never hidden behind an undecided one; an inconclusive "
+     "interval states the effects it rules out", "judge/verdicts.py"),
+    ("magnitude", "beside every verdict with a published effect, read on the primary: whether that effect lies "
+     "inside our interval or is ruled out (ours larger or smaller), stated in each contrast's reason",
+     "judge/verdicts.py"),
     ("baseline", "where the two sides already differ at step 0 beyond the margin (h against z), the contrast of their "
      "gains over step 0, a registered alternative", "judge/kinds.py"),
     ("correlations", "Spearman's rho over the runs, its interval from a bootstrap over conditions (a condition's "
@@ -112,11 +142,14 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
      "inside ±`rules.convergence_fraction` x m, `not converged` beyond it, else unknown", "judge/verdicts.py"),
     ("robustness", "re-judged under each registered alternative: the other probes, the rung that starts the last "
      "doubling, the other compute bases where rungs allow, the gain over step 0, Benjamini-Hochberg; `robust` when "
-     "all agree, else `depends on: ...`", "judge/robustness.py"),
+     "all agree, a probe that decides the other way named (`reverses on ...`), else `depends on: ...`",
+     "judge/robustness.py"),
     ("labels", "`calibrated` (the setup was tuned to the figure: never counted as reproduced), `realisation` (judged "
      "against float realisations of one seed), `post hoc` (a rule changed after the registration moved it: shown "
      "beside the verdict the frozen rule gives), `not converged`, `unstable` (half a standard error moves the "
-     "verdict, by the claim's own rule)", "judge/judge.py, judge/verdicts.py"),
+     f"verdict, by the claim's own rule), `{RULED_OUT}` (inconclusive, the published size outside the interval), "
+     "`reverses on ...` (a registered probe decides the other way), `read on ...` (a stand-in probe)",
+     "judge/judge.py, judge/verdicts.py"),
 ]
 TREND_RULES = [   # (label, rule): checked in this order; registered in analysis/claims.yaml before any ladder run
     ("flips", "the top rung's verdict is reproduced and the first trained rung's contradicted, or the reverse"),
@@ -192,6 +225,20 @@ def as_equivalence_claim(p):
             "p_equivalent": 1.0}
 
 
+NO_POSITIVE_CONTROL = "no registered positive control has shown the measurement can see an effect of the margin's size"
+
+
+def positive_control(c, control):
+    """A contrast of a claim of no effect as decided once its positive control is read (`control`:
+    that contrast, decided against the same margin, or None): reproduced stands only where the
+    control is reproduced; otherwise it is inconclusive, with the reason."""
+    if c["verdict"] != REPRODUCED or (control or {}).get("verdict") == REPRODUCED:
+        return c
+    found = "" if control is None else (f" (its positive control, {control['a']} against {control['b']}, is "
+                                        f"{control['verdict']})")
+    return {**c, "verdict": INCONCLUSIVE, "reason": NO_POSITIVE_CONTROL + found}
+
+
 def seeds_needed(diffs, margin, rules):
     """Seeds the observed spread would need for the interval to clear the margin (or to sit inside
     it), assuming the mean and SD stay as observed; None when no finite number would do."""
@@ -216,6 +263,8 @@ def decide_contrast(c, untrained, rules, scale=1.0, unit=""):
     if untrained:
         return {**c, "verdict": NOT_TESTABLE, "reason": "; ".join(untrained)}
     c["verdict"] = decide(c, rules["alpha"])
+    if published_answer(c, scale, unit):
+        c["published_answer"] = published_answer(c, scale, unit)
     if c["verdict"] == REPRODUCED and effect is not None and abs(effect) <= margin:
         c["verdict"] = INCONCLUSIVE
         c["reason"] = (f"the published effect ({_in(effect, scale, unit)}) is no larger than the margin "
@@ -233,13 +282,62 @@ def _in(value, scale, unit, sign=True):
 
 def bound(c, rules, scale=1.0, unit=""):
     """What an inconclusive interval still says: the effects it rules out, and the seeds that would
-    settle it (or that no number within the registry's bound would)."""
+    settle it (or that no number within the registry's bound would): where the published effect is
+    already ruled out (published_answer says so beside it), the seeds settle only the direction
+    against the margin, and say so, so that they do not read as an open question about the
+    published size."""
     lo, hi = c["diff_ci95"]
     needed = c.get("seeds_needed")
-    power = (f"about {needed} seeds would settle it" if needed and needed <= rules["max_seeds"] else
-             f"more than the registry's {rules['max_seeds']} seeds would be needed to settle it")
+    what = "the direction against the margin" if c.get("magnitude") in ("below", "above") else "it"
+    power = (f"about {needed} seeds would settle {what}" if needed and needed <= rules["max_seeds"] else
+             f"more than the registry's {rules['max_seeds']} seeds would be needed to settle {what}")
     return (f"the interval rules out effects below {_in(lo, scale, unit)} and above {_in(hi, scale, unit)}; "
             f"{power}")
+
+
+def published_answer(c, scale=1.0, unit=""):
+    """What a judged contrast's interval says of its published effect, whatever its verdict: inside
+    ours, or ruled out with ours larger or smaller ('the published +6.4 points is ruled out, ours is
+    smaller: -1.7 [-6.1, +2.7] points'); None without a published effect or an interval."""
+    place = c.get("magnitude")
+    if place is None or c.get("verdict") == NOT_TESTABLE:
+        return None
+    lo, hi = c["diff_ci95"]
+    ours = f"{c['diff_mean'] * scale:+.3g} [{lo * scale:+.3g}, {hi * scale:+.3g}]{unit}"
+    published = f"the published {_in(c['published_effect_value'], scale, unit)}"
+    if place == "inside":
+        return f"{published} lies inside ours: {ours}"
+    return f"{published} is ruled out, ours is {'larger' if place == 'below' else 'smaller'}: {ours}"
+
+
+def ruled_out(verdict, contrasts):
+    """Whether a claim carries RULED_OUT: undecided (inconclusive) with a leg whose interval excludes
+    its published effect."""
+    return verdict == INCONCLUSIVE and any(c.get("magnitude") in ("below", "above") and c.get("published_answer")
+                                           for c in contrasts)
+
+
+def reversals(primary_verdict, alternatives):
+    """The alternative probes that decide a claim the opposite way: against a decided primary, each
+    with the opposite decision (OPPOSITE); against an undecided one, every decided probe where the
+    probes decide both ways."""
+    decided = [a for a in alternatives if a["dimension"] == "probe" and a["verdict"] in OPPOSITE]
+    if primary_verdict in OPPOSITE:
+        return [a for a in decided if a["verdict"] == OPPOSITE[primary_verdict]]
+    return decided if {a["verdict"] for a in decided} == set(OPPOSITE) else []
+
+
+def reverses_label(probe_words, alternative, scale=1.0, unit=""):
+    """The label naming a reversal with the alternative's figure: 'reverses on weighted kNN: -10.1
+    [-11, -9.2] points'."""
+    lo, hi = alternative["diff_ci95"]
+    return (f"reverses on {probe_words}: {alternative['diff_mean'] * scale:+.3g} "
+            f"[{lo * scale:+.3g}, {hi * scale:+.3g}]{unit}")
+
+
+def stand_in_label(probe_words):
+    """The label of a claim read on a stand-in probe where its own was not evaluated (probes.STAND_IN)."""
+    return f"read on {probe_words}: its probe was not evaluated at the rungs it reads"
 
 
 def magnitude(published, ci):
@@ -274,17 +372,14 @@ def decide_interval(lo, hi, margin):
 
 
 def combine(verdicts):
-    """A claim's verdict from its contrasts' (intersection-union)."""
+    """A claim's verdict from its contrasts' (intersection-union; a decided leg first, module
+    docstring)."""
     if not verdicts:
         return INCONCLUSIVE
-    for dominant in (CONTRADICTED, NOT_TESTABLE, INCONCLUSIVE):
+    for dominant in (CONTRADICTED, NO_EFFECT, NOT_TESTABLE, INCONCLUSIVE):
         if dominant in verdicts:
             return dominant
-    if all(v == verdicts[0] for v in verdicts):
-        return verdicts[0]
-    if set(verdicts) <= {REPRODUCED, NO_EFFECT}:
-        return NO_EFFECT
-    return INCONCLUSIVE
+    return verdicts[0] if all(v == verdicts[0] for v in verdicts) else INCONCLUSIVE
 
 
 def unstable(c, rules):

@@ -16,7 +16,7 @@ from ..judge.judge import summary
 from ..judge.measure import in_path_form
 from ..judge.record import as_dicts, read_claims
 from ..judge.verdicts import (CONTRADICTED, DECIDED, INCONCLUSIVE, JUDGED, MAGNITUDES, NO_EFFECT, NOT_TESTABLE,
-                              NOT_TESTED, REPRODUCED, VERDICTS, interval_reason, level_label, rank)
+                              NOT_TESTED, ORIGINS, REPRODUCED, VERDICTS, interval_reason, level_label, rank)
 
 LORE = [   # (claim id, study): the questions the repository exists for, in the order the first screen asks them
     ("simclr-temperature", "SimCLR temperature"),
@@ -205,14 +205,24 @@ def magnitude_text(claim):
 
 
 def reason(claim, rules):
-    """One line on why the verdict is what it is (an interval at the level of the registry's `rules`)."""
-    effect = our_effect(claim)
-    v = claim["verdict"]
+    """One line on why the verdict is what it is (an interval at the level of the registry's `rules`),
+    with what the interval says of the published effect; a claim with several legs (contrasts) gives
+    each leg's verdict and reason."""
+    legs = contrasts(claim)
+    if len(legs) > 1 and claim["verdict"] in JUDGED:
+        return "; ".join(f"against {c['b']}: {c['verdict']}, {_why(claim, c, c['verdict'], rules)}" for c in legs)
+    return _why(claim, claim.get("contrast") or {}, claim["verdict"], rules)
+
+
+def _why(claim, c, v, rules):
+    """The reason of one contrast `c` with verdict `v`, with its published answer (verdicts.py)."""
+    effect = effect_of(claim, c)
     if effect and effect["lo"] is not None and effect["margin"] and v in JUDGED:
-        args = (effect["lo"], effect["hi"], effect["margin"], rules, effect["unit"], claim["contrast"].get("direction"))
-        if v in DECIDED:
-            return interval_reason(v, *args)
-        return claim["contrast"].get("reason") or interval_reason(v, *args)
+        args = (effect["lo"], effect["hi"], effect["margin"], rules, effect["unit"], c.get("direction"))
+        why = interval_reason(v, *args) if v in DECIDED else c.get("reason") or interval_reason(v, *args)
+        return "; ".join(filter(None, [why, c.get("published_answer")]))
+    if c.get("reason") and c is not claim.get("contrast"):
+        return c["reason"]
     if claim.get("decided_by"):
         return claim["decided_by"]
     return first_sentence(claim.get("note")) or "–"
@@ -231,7 +241,7 @@ def counts(claims):
     judged ('not tested' and calibrated figures outside) and each verdict among them, in
     verdicts.VERDICTS order; the labels."""
     found = summary(claims)
-    for group in ("literature", "document"):
+    for group in ORIGINS:
         part = found[group]
         part["verdicts"] = dict(sorted(((VERDICT_OF.get(k, k), n) for k, n in part["verdicts"].items()),
                                        key=lambda item: rank(item[0])))
@@ -242,7 +252,7 @@ def counts_text(claims):
     """The counts in words, one line per origin and one for the labels, as every page prints them."""
     found = counts(claims)
     lines = []
-    for group, title in (("literature", "literature claims"), ("document", "of the documents' own examples")):
+    for group, title in ORIGINS.items():
         part = found[group]
         calibrated = part["claims"] - part["judged"] - part["not_tested"]
         verdicts = ", ".join(f"{n} {v}" for v, n in part["verdicts"].items())
@@ -250,6 +260,8 @@ def counts_text(claims):
                      f"{part['not_tested']} not tested" + (f"; {calibrated} calibrated" if calibrated else "") + ".")
     labels = found["labels"]
     lines.append(f"Labels: {labels['robust']} robust, {labels['depends_on']} depending on a choice, "
+                 f"{labels['reversed']} reversed by a probe, {labels['ruled_out']} undecided with the published "
+                 f"size ruled out, {labels['stand_in']} read on a stand-in probe, "
                  f"{labels['post_hoc']} post hoc, {labels['calibrated']} calibrated (never counted as judged), "
                  f"{labels['not_converged']} not converged, {labels['unstable']} unstable.")
     return lines

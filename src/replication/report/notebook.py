@@ -30,6 +30,7 @@ def render_notebook(source, output):
     for variable, folder in (("JUPYTER_RUNTIME_DIR", "jupyter/runtime"), ("JUPYTER_DATA_DIR", "jupyter/data"),
                              ("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "matplotlib")):
         os.environ.setdefault(variable, str(cache / folder))
+        Path(os.environ[variable]).mkdir(parents=True, exist_ok=True)   # else IPython writes its profile to /tmp
     notebook = jupytext.read(source)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     for i, cell in enumerate(notebook.cells):      # nbformat draws random cell ids; the page keeps them

@@ -9,7 +9,8 @@ from collections import Counter
 from . import claims_view as rc
 from .claims_view import slug
 from ..judge.registration import amends, path_of
-from ..judge.verdicts import CLASS, DOCUMENT_VERDICTS, SHAPE, TREND_RULES, level_label, rank, verdict_rules
+from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, RULED_OUT, SHAPE, TREND_RULES, level_label, rank,
+                              verdict_rules)
 
 DOCUMENTS = [   # the three source documents, by their titles
     ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
@@ -58,8 +59,9 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
     ("at", "the training length (steps) at which the figure is read; the scale ladder's top rung for ladder claims"),
     ("n", "how many independent runs stand behind a figure: seeds, or thread-count realisations of one seed "
           "(the same seed run at several thread counts, which differ only in float summation order)"),
-    ("literature / document", "a claim about a published paper's result, or one of the documents' own printed "
-                              "examples and analytic facts"),
+    ("literature / document / addition", "a claim about a published paper's result; one of the documents' own "
+                                         "claims, printed examples and analytic facts; or a claim this study "
+                                         "added (each counted apart)"),
     ("trend", "how a ladder claim's effect moves with training length: the slope of the effect against "
               "log10(steps), labelled by the rules below"),
     ("unstable", "the verdict would change if the interval moved by half a standard error (or by the shift a "
@@ -70,7 +72,13 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
                  "registration_n.json) froze the rules"),
     ("calibrated", "a setting fixed against the figure under test; such a figure is not counted as judged"),
     ("robust", "the verdict holds under every registered alternative analysis (other probes, rungs, compute bases)"),
-    ("depends on: …", "the verdict changes under the named alternative (probe, rung or basis)"),
+    ("depends on: …", "the verdict weakens under the named alternative (probe, rung or basis)"),
+    ("reverses on …", "a registered alternative probe decides the claim the other way (reproduced on one, "
+                      "contradicted on the other); its effect and {level} interval beside it"),
+    (RULED_OUT, "the verdict is inconclusive, but the interval excludes the published effect: it is smaller or "
+                "larger than published, whichever way the effect turns out against the margin"),
+    ("read on …", "the claim's registered probe was not evaluated at the rungs it reads (run 2: the all-label "
+                  "probe at the budget only), so its stand-in was read"),
     ("realisation", "the figure rests on realisations of one seed rather than on independent seeds"),
     ("not converged", "an arm still moved by more than the registered threshold between the last two rungs"),
     ("q (BH)", "Benjamini-Hochberg q-value over the registry: shown as a screen, decides nothing"),
@@ -226,7 +234,8 @@ def amendments_section(claims, shared):
 
 
 def contrast_lines(claim):
-    """Every contrast of a claim: arms, effect in the claim's unit, margin, verdict and q."""
+    """Every contrast of a claim: arms, effect in the claim's unit, margin, verdict and q, and what
+    its interval says of the published effect."""
     lines = []
     for c in rc.contrasts(claim):
         effect = rc.effect_of(claim, c)
@@ -236,8 +245,9 @@ def contrast_lines(claim):
         margin_text = f", margin ±{effect['margin']:.3g}{effect['unit']}" if effect["margin"] is not None else ""
         extra = f", basis: {esc(c['basis'])}" if c.get("basis") else ""
         flag = ", unstable" if c.get("unstable") else ""
+        answer = f"; {esc(c['published_answer'])}" if c.get("published_answer") else ""
         lines.append(f"{esc(c.get('a'))} − {esc(c.get('b'))}: {esc(rc.effect_text(effect))}"
-                     f"{esc(margin_text)}{extra}: {badge(c.get('verdict'))}{flag}")
+                     f"{esc(margin_text)}{extra}: {badge(c.get('verdict'))}{flag}{answer}")
     return lines
 
 
@@ -283,7 +293,9 @@ def claim_details(claim, shared):
         rows.append(("primary analysis", esc(", ".join(f"{k} {v}" for k, v in primary.items()))))
     if claim.get("ladder"):
         steps = ", ".join(f"{esc(rung_steps(r))}: {badge(r.get('verdict'))}" for r in claim["ladder"])
-        rows.append(("along the ladder", f"{steps}; trend: {esc(claim.get('trend'))}"))
+        context = primary.get("ladder_probe")          # the ladder read on another probe than the primary's
+        rows.append(("along the ladder" + (f" (on {esc(context)}, as context)" if context else ""),
+                     f"{steps}; trend: {esc(claim.get('trend'))}"))
     if rc.number(claim.get("q_bh")) is not None:
         rows.append(("q (BH)", esc(rc.sig(claim["q_bh"], 2))))
     if convergence_text(claim):

@@ -13,9 +13,9 @@ and names of studies, conditions and profiles that are safe as paths and DVC sta
     python -m replication.run.config [params.yaml]     # validate only
 """
 import copy
-import hashlib
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator, model_validator
 
-from ..io import DuplicateKeyError, ExpansionError, load_yaml
+from ..io import DuplicateKeyError, ExpansionError, digest, load_yaml
 from ..schema import Strict, excerpt, one_line
 
 
@@ -44,10 +44,25 @@ MAX_STEPS = 1_000_000           # training and probe steps
 MAX_BATCH = 16_384              # images (or points) per batch
 MAX_IMAGES = 1_000_000          # images generated or used per split
 MAX_LIST = 1_000                # seeds, rungs, temperatures, ... in one list
+MAX_RATE = 10                   # a learning rate: Adam's steps at 10 already throw every weight far off
+MAX_SPREAD = 100                # toy2d's noises: 100 sd of its N(0, I) class centres, all classes one blur
+MAX_INT = 2**63 - 1             # every integer: NumPy's and torch's int64
+
+
+def _at_most(bound, why):
+    """A bound stated with where it comes from, so that the one line says both."""
+    def check(value):
+        if value > bound:
+            raise ValueError(f"must be at most {bound:,} ({why})")
+        return value
+    return AfterValidator(check)
+
 
 PositiveFloat = Annotated[float, Field(gt=0)]
-Seeds = Annotated[list[Annotated[int, Field(ge=0, le=2**32 - 1)]], Field(min_length=1, max_length=MAX_LIST),
-                  AfterValidator(_unique)]       # numpy's seeds stop at 2^32 - 1
+Rate = Annotated[float, Field(gt=0), _at_most(MAX_RATE, "MAX_RATE in run/config.py: far above any rate that trains")]
+Spread = Annotated[float, Field(ge=0), _at_most(MAX_SPREAD, "MAX_SPREAD in run/config.py: 100 sd of the class centres")]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]   # numpy's seeds stop at 2^32 - 1
+Seeds = Annotated[list[Seed], Field(min_length=1, max_length=MAX_LIST), AfterValidator(_unique)]
 Threads = Annotated[int, Field(ge=1, le=64)]
 Count = Annotated[int, Field(ge=1)]
 Steps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
@@ -60,7 +75,7 @@ NAME = re.compile(r"[a-z0-9_]+")     # study, condition and profile names: used 
 # ---------------------------------------------------------------- data
 
 class ShapesData(Strict):
-    seed: int
+    seed: Seed
     n_train: Images
     n_test: Images
     clutter: Annotated[int, Field(ge=0, le=20)]       # distractor blobs per image
@@ -69,14 +84,14 @@ class ShapesData(Strict):
 
 
 class Shapes4Data(Strict):
-    seed: int
+    seed: Seed
     n_train: Images
     n_test: Images
 
 
 class GlyphsData(Strict):
     """glyphs100 (src/contrastive/glyphs.py): 100 stroke glyphs in 10 families; its difficulty knobs."""
-    seed: int
+    seed: Seed
     n_train: Images
     n_test: Images
     jitter: Annotated[float, Field(ge=0, le=0.5)]       # sd of each stroke's own shift (glyph units)
@@ -92,13 +107,13 @@ class GlyphsData(Strict):
 
 
 class DigitsData(Strict):
-    seed: int
+    seed: Seed
     n_test: Annotated[int, Field(ge=10, le=1000)]
 
 
 class FolderData(Strict):
     root: str | None                                  # where the images are; read at run time, never downloaded
-    seed: int
+    seed: Seed
     n_test: Annotated[float, Field(gt=0, lt=1)]       # imagefolder: held-out fraction
 
 
@@ -107,7 +122,7 @@ class SameClassShare(Strict):
     (replication.run.datasets.same_class_negatives)."""
     batch: Batch
     batches: Annotated[int, Field(ge=2, le=100_000)]  # two at least: the measured share's standard error
-    seed: int
+    seed: Seed
 
 
 class DataParams(Strict):
@@ -132,7 +147,7 @@ class NtXentExample(Strict):
 class ShapeTest(Strict):
     """Same shape with nuisances redrawn against another shape with the same nuisances (match_by_shape)."""
     images: Annotated[int, Field(ge=2, le=MAX_IMAGES)]
-    seed: Annotated[int, Field(ge=0)]
+    seed: Seed
 
 
 class TinySimCLR(Strict):
@@ -141,7 +156,7 @@ class TinySimCLR(Strict):
     batch: Batch
     tau: PositiveFloat
     threads: Threads
-    thread_check_seed: Annotated[int, Field(ge=0)]
+    thread_check_seed: Seed
     thread_counts: Annotated[list[Threads], Field(min_length=1, max_length=MAX_LIST)]
     shape_test: ShapeTest
 
@@ -151,13 +166,13 @@ class Toy2D(Strict):
     taus: Annotated[list[PositiveFloat], Field(min_length=1, max_length=MAX_LIST)]
     steps: Steps
     batch: Batch
-    lr: PositiveFloat
+    lr: Rate
     n_eval: Annotated[int, Field(ge=20, le=MAX_IMAGES)]
     n_classes: Annotated[int, Field(ge=2, le=1000)]
-    class_spread: Annotated[float, Field(ge=0)]       # sd of a sample's own offset from its class centre
-    view_noise: Annotated[float, Field(ge=0)]         # sd of the noise an augmentation adds
+    class_spread: Spread                              # sd of a sample's own offset from its class centre
+    view_noise: Spread                                # sd of the noise an augmentation adds
     knn_k: Annotated[int, Field(ge=1, le=MAX_IMAGES)]
-    sweep_view_noise: list[Annotated[float, Field(ge=0)]]    # view noises swept, the class spread re-fitted at each
+    sweep_view_noise: list[Spread]                    # view noises swept, the class spread re-fitted at each
     calibration_seeds: Seeds
     calibration_knn: Annotated[float, Field(gt=0, lt=1)]     # the untrained 10-NN accuracy the fit matches
 
@@ -167,7 +182,7 @@ PositiveFloats = Annotated[list[PositiveFloat], Field(min_length=1, max_length=M
 
 class MiBound(Strict):
     """x uniform on `symbols` symbols; y = x, or with probability eps a fresh uniform symbol."""
-    symbols: Annotated[int, Field(ge=2)]
+    symbols: Annotated[int, Field(ge=2, le=MAX_IMAGES)]
     eps: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
     batch_sizes: Annotated[list[Annotated[int, Field(ge=2, le=1_000_000)]], Field(min_length=1)]   # K candidates
     critic_scales: PositiveFloats                     # critic = scale x log p(y|x)/p(y); 1 is the optimal critic
@@ -175,7 +190,7 @@ class MiBound(Strict):
     check_batches: Annotated[int, Field(ge=2, le=100_000)]
     tight_within: PositiveFloat                       # nats: a gap at most this is "tight"
     zero_loss_within: PositiveFloat                   # nats: a loss at most this has "reached zero"
-    seed: Annotated[int, Field(ge=0)]
+    seed: Seed
 
     @model_validator(mode="after")
     def _optimal_critic_included(self):
@@ -192,7 +207,7 @@ class CollapseBatch(Strict):
 class CollapseFloor(Strict):
     batches: Annotated[list[CollapseBatch], Field(min_length=1)]
     taus: PositiveFloats
-    seed: Annotated[int, Field(ge=0)]
+    seed: Seed
 
 
 class Decomposition(Strict):
@@ -203,7 +218,7 @@ class Decomposition(Strict):
     view_kappa: PositiveFloat
     taus: PositiveFloats
     negatives: Annotated[list[Annotated[int, Field(ge=1, le=100_000)]], Field(min_length=2)]   # M
-    seed: Annotated[int, Field(ge=0)]
+    seed: Seed
 
 
 class Limits(Strict):
@@ -246,7 +261,7 @@ class RunConfig(Strict):
     checkpoints: Annotated[list[Steps], Field(max_length=MAX_LIST)]   # earlier rungs, below steps: descriptive, for trends
     steps: Steps                                      # the budget: claims that read `eval` read the run at this step
     ladder: Annotated[list[Steps], Field(max_length=MAX_LIST)]        # later rungs: training goes on to the last, with a checkpoint at each
-    lr: PositiveFloat                                 # Adam's rate at lr_reference_batch (batch_lr: at this batch)
+    lr: Rate                                          # Adam's rate at lr_reference_batch (batch_lr: at this batch)
     lr_rule: Literal["sqrt", "none"]                  # sqrt: the rate scales with sqrt(batch / lr_reference_batch)
     lr_reference_batch: Batch
     schedule: Literal["constant", "cosine", "wsd"]
@@ -382,7 +397,7 @@ class EvaluateParams(Strict):
     n_test: Annotated[int, Field(ge=4, le=MAX_IMAGES)]
     n_views: Annotated[int, Field(ge=4, le=MAX_IMAGES)]      # the first n_views test images: views, rotations, grayscale
     probe_steps: Steps
-    probe_lr: PositiveFloat
+    probe_lr: Rate
     probe_l2: Annotated[float, Field(ge=0)]
     probe_standardize: bool
     knn_k: Annotated[int, Field(ge=1, le=MAX_IMAGES)]
@@ -400,7 +415,7 @@ class EvaluateParams(Strict):
 class DeterminismParams(Strict):
     """One short pretraining of a condition, repeated, and at other thread counts."""
     condition: str
-    seed: Annotated[int, Field(ge=0)]
+    seed: Seed
     steps: Steps
     thread_counts: Annotated[list[Threads], Field(min_length=1, max_length=MAX_LIST)]
 
@@ -500,10 +515,8 @@ def resolve(params):
         name: {"study": study, "label": p.label(name), "steps": p.run_config(name).steps,
                "rungs": p.run_config(name).rungs}
         for name, study in p.conditions.items()}}
-    digest = hashlib.sha256(json.dumps({k: v for k, v in out.items() if k != "workers.json"},
-                                       sort_keys=True).encode()).hexdigest()
     out["report.json"] = {"profile": params.profile, "threads": params.threads, "workers": params.workers,
-                          "config_sha256": digest}
+                          "config_sha256": digest({k: v for k, v in out.items() if k != "workers.json"})}
     return out
 
 
@@ -592,11 +605,114 @@ def _check_conditions(params):
                           "pretrain.studies")
 
 
+# ---------------------------------------------------------------- bounds from the data and the machine
+
+def dataset_sizes(data, name, folder):
+    """(training images, test images, training images of the least class, where these come from) of a
+    generated dataset: its manifest's (folder/<name>.json) when the manifest was built at the sizes
+    params.yaml sets, else the generator's sizes in params.yaml (a class then holds at most the mean,
+    n_train / classes; None where unknown). None for a folder dataset, read only at run time."""
+    if name in FOLDER_DATASETS:
+        return None
+    p = getattr(data, name)
+    manifest = Path(folder, f"{name}.json")
+    try:
+        found = json.loads(manifest.read_text())
+        built = (found["shape"]["train"][0], found["shape"]["test"][0])
+        least, classes = min(found["counts"]["train"]), len(found["classes"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return getattr(p, "n_train", None), p.n_test, None, f"data.{name}"
+    n_train = getattr(p, "n_train", built[0])
+    if built == (n_train, p.n_test):
+        return n_train, p.n_test, least, str(manifest)
+    return getattr(p, "n_train", None), p.n_test, n_train // classes if hasattr(p, "n_train") else None, \
+        f"data.{name}.n_train / {classes} classes"
+
+
+def check_data_bounds(params, folder="data"):
+    """The probes ask no more images than the pretraining datasets hold (dataset_sizes): n_test, n_views
+    and n_labelled at most the largest set (a smaller dataset's probes take all of its own; unknown
+    while a folder dataset is among them), and labels_per_class at most the least class of every
+    dataset."""
+    e = params.evaluate
+    sizes = {name: dataset_sizes(params.data, name, folder)
+             for name in sorted({params.pretrain.run_config(c).dataset for c in params.pretrain.conditions})}
+    known = {name: size for name, size in sizes.items() if size is not None}
+    if known != sizes:
+        sizes = {}           # the largest set is a folder's, of a size known only at run time
+    for name, (_, _, least, source) in known.items():
+        if e.labels_per_class is not None and least is not None and e.labels_per_class > least:
+            raise ParamsError(f"evaluate.labels_per_class: {e.labels_per_class:,} of each class, but a class of "
+                              f"{name} has {least:,} training images ({source}); lower it to at most {least:,}, "
+                              "or set it to null (the first n_labelled)")
+    if not sizes:
+        return
+    largest = max(known, key=lambda name: known[name][1])
+    if e.n_test > known[largest][1] or e.n_views > known[largest][1]:
+        key, value = ("n_test", e.n_test) if e.n_test > known[largest][1] else ("n_views", e.n_views)
+        raise ParamsError(f"evaluate.{key}: {value:,} test images, but the largest test set, {largest}'s, has "
+                          f"{known[largest][1]:,} (data.{largest}.n_test); lower it to at most {known[largest][1]:,}")
+    trains = {name: size[0] for name, size in known.items() if size[0] is not None}
+    if e.labels_per_class is None and trains and e.n_labelled > max(trains.values()):
+        name = max(trains, key=trains.get)
+        raise ParamsError(f"evaluate.n_labelled: {e.n_labelled:,} labelled images, but the largest training set, "
+                          f"{name}'s, has {trains[name]:,} ({known[name][3]}); lower it to at most {trains[name]:,}")
+
+
+def memory_bytes():
+    """This machine's memory (MemTotal), in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(params, memory=None):
+    """Each queue of negatives (MoCo's keys, the memory bank's draws: queue x proj_dim x 4 bytes of
+    float32, for a condition with a head; without one the keys are at most 512 wide) fits in this
+    machine's memory (memory_bytes)."""
+    memory = memory or memory_bytes()
+    for name, study in params.pretrain.conditions.items():
+        cfg = params.pretrain.run_config(name)
+        needed = cfg.queue * cfg.proj_dim * 4
+        if cfg.method in ("moco", "memory_bank") and cfg.head != "none" and needed > memory:
+            raise ParamsError(f"pretrain.studies.{study}.{name}.queue: {cfg.queue:,} keys x {cfg.proj_dim:,} dims x "
+                              f"4 bytes = {needed / 1e9:.1f} GB, beyond this machine's {memory / 1e9:.1f} GB of "
+                              "memory (MemTotal); lower queue or proj_dim")
+
+
+def thread_warning(params, cores=None):
+    """A line when threads x workers ask more cores than the machine has (runs then contend: slower,
+    not wrong), else None."""
+    cores = cores or os.cpu_count()
+    if params.threads * params.workers > cores:
+        return (f"warning: threads x workers = {params.threads} x {params.workers} on {cores} cores; the runs will "
+                "contend for them (lower workers or threads)")
+    return None
+
+
+def _check_integers(value, where=""):
+    """No integer beyond int64 anywhere (NumPy and torch hold counts and seeds in int64; a bigger
+    one ends in an overflow traceback), whatever its own bound."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_integers(item, f"{where}.{key}".lstrip("."))
+    elif isinstance(value, list):
+        for item in value:
+            _check_integers(item, where)
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        raise ParamsError(f"{where}: {excerpt(value)} is beyond a 64-bit integer (at most {MAX_INT:,}: NumPy's "
+                          "and torch's int64)")
+
+
 def parse_params(raw, source="params.yaml"):
     """Validate a params mapping (active profile applied) and return a Params object, or raise
-    ParamsError whose text is one line naming the key."""
+    ParamsError whose text is one line naming the key. Beyond the schema: no integer beyond int64,
+    the probes' counts within every pretraining dataset (check_data_bounds, every profile) and the
+    queues within this machine's memory (check_memory, the active profile)."""
     if not isinstance(raw, dict):
         raise ParamsError(f"{source}: expected a mapping at the top level")
+    try:
+        _check_integers(raw)
+    except ParamsError as e:
+        raise ParamsError(f"{source}: {e}") from None
     profile = raw.get("profile")
     profiles = raw.get("profiles")
     if not isinstance(profiles, dict):
@@ -614,6 +730,10 @@ def parse_params(raw, source="params.yaml"):
     for other in profiles:      # an inactive profile is checked too: it breaks nothing until selected
         if other != profile:
             _with_profile({**raw, "profile": other}, other, source)
+    try:
+        check_memory(params)
+    except ParamsError as e:
+        raise ParamsError(f"{source}: {e}") from None
     return params
 
 
@@ -624,6 +744,7 @@ def _with_profile(raw, profile, source):
     try:
         params = Params(**_deep_merge(raw, overrides))
         _check_conditions(params)
+        check_data_bounds(params, Path(source).parent / "data")
     except ValidationError as e:
         raise ParamsError(f"{source}: {_one_line(e, Params)}{after}") from None
     except ParamsError as e:
@@ -651,12 +772,17 @@ def read_params(path="params.yaml"):
 
 
 def load_params(path="params.yaml"):
-    """read_params for an entry point: on a bad file print one line and exit with status 2."""
+    """read_params for an entry point: on a bad file print one line and exit with status 2; threads x
+    workers beyond the cores print a warning line (thread_warning)."""
     try:
-        return read_params(path)
+        params = read_params(path)
     except ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    warning = thread_warning(params)
+    if warning:
+        print(warning, file=sys.stderr)
+    return params
 
 
 if __name__ == "__main__":

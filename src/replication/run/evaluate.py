@@ -4,11 +4,14 @@ Before its probes, each checkpoint's BatchNorm running statistics are re-estimat
 images (replication.run.calibration: the rule; weights untouched). The evaluation record
 (results/evaluate/<study>/<condition>/seed_<k>.json) holds `at` (rung step -> metrics, every
 checkpoint), `control` (step 0: the untrained encoder, calibrated), `eval` (the study's budget,
-`steps`, which most claims read; it alone has the full-label linear probe `linear_full`; None for
-a run that failed before it, which is listed as failed and never averaged), `rungs` (the steps
+`steps`, which most claims read; None for a run that failed before it, which is listed as failed
+and never averaged), `rungs` (the steps
 evaluated), `bn` ("calibrated") with `calibration` (its settings and rule), and the linear probe
 on h and z with the statistics the checkpoint was saved with: `control_uncalibrated` and
-`eval_uncalibrated`.
+`eval_uncalibrated`, and `config_sha256`, the digest of the resolved/evaluate.json it ran under.
+The all-label linear probe `linear_full` (the published protocol, which the claims on an all-label
+linear evaluation read) is fitted at every checkpoint by the cheap evaluation (registration 3's),
+at the budget only by run 2's float32 one.
 """
 from pathlib import Path
 
@@ -18,12 +21,12 @@ from contrastive.augment import augment
 from contrastive.distributed import select_device
 from contrastive.evaluate import contrastive_top1, evaluate_representation, linear_probes
 from contrastive.methods import build_method
-from contrastive.train import Timer, augment_options
+from contrastive.train import Timer, augment_options, check_precision
 
 from .calibration import RULE, recalibrate_bn
 from .config import RunConfig
 from .datasets import dataset_for
-from ..io import cpu_model, read_json, sha256
+from ..io import cpu_model, digest, read_json, sha256
 from ..schema import excerpt
 
 
@@ -31,13 +34,13 @@ class CheckpointError(Exception):
     """A run's checkpoint is missing or does not match the sha256 recorded in its training record."""
 
 
-def evaluate_method(method, cfg, data, eval_params, seed, budget=False, cheap=False):
+def evaluate_method(method, cfg, data, eval_params, seed, budget=False, cheap=False, full_labels=None):
     """Every frozen-feature metric of a method's encoder (budget: with the probes only the budget gets;
-    cheap: evaluate_representation's), and how often it solves its pretext task. Draws only from
-    generators seeded here, never from the training generator."""
+    cheap, full_labels: evaluate_representation's), and how often it solves its pretext task. Draws
+    only from generators seeded here, never from the training generator."""
     views = lambda x, gen: augment(x, gen, **augment_options(cfg))     # the views the run trained on
     evaluation = evaluate_representation(method.f, method.g, data, eval_params, seed, views, budget=budget,
-                                         cheap=cheap)
+                                         cheap=cheap, full_labels=full_labels)
     evaluation["contrastive_top1"] = contrastive_top1(method, data["x_test"][:512], seed, views, cfg.normalize)
     return evaluation
 
@@ -73,13 +76,15 @@ def load_checkpoint(checkpoint, record_path, root="."):
 def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", root=".", cheap=False):
     """Evaluate every checkpoint of one training record, BatchNorm calibrated first (the uncalibrated
     linear probes of the control and the budget kept; cheap: evaluate_representation's, which run 2
-    did not use); returns the evaluation record (above). A run
-    that stopped early (diverged, collapsed) has checkpoints only at the rungs it reached before the
-    stop, so its later rungs, and `eval` if the budget is one of them, are missing."""
+    did not use, refused where its bf16 forward passes would be emulated: check_precision); returns
+    the evaluation record (above). A run that stopped early (diverged, collapsed) has checkpoints
+    only at the rungs it reached before the stop, so its later rungs, and `eval` if the budget is one
+    of them, are missing."""
     record = read_json(Path(root, record_path))
     torch.set_num_threads(evaluate_config.execution.threads)
     cfg = RunConfig(**record["config"])
     device = select_device(evaluate_config.execution.device)
+    check_precision("bf16" if cheap else "fp32", device, fix="evaluate in float32 (cheap=False)")
     data = dataset_for(cfg.dataset, data_settings, data_dir)
     probes, bn = evaluate_config.evaluate, evaluate_config.control
     with Timer() as clock:
@@ -92,8 +97,9 @@ def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", r
                 uncalibrated[step] = linear_probes(method.f, method.g, data, probes, cheap)
             recalibrate_bn([method.f, method.g], data["x_train"], bn.bn_batches, bn.bn_batch_size)
             by_step[step] = evaluate_method(method, cfg, data, probes, record["seed"], budget=step == cfg.steps,
-                                            cheap=cheap)
-    return {"condition": record["condition"], "seed": record["seed"], "status": record["status"],
+                                            cheap=cheap, full_labels=cheap or step == cfg.steps)
+    return {"condition": record["condition"], "seed": record["seed"],
+            "config_sha256": digest(evaluate_config.model_dump()), "status": record["status"],
             "reason": record["reason"], "rungs": sorted(by_step), "control": by_step.get(0),
             "eval": by_step.get(cfg.steps), "at": {str(step): metrics for step, metrics in sorted(by_step.items())},
             "bn": "calibrated", "control_uncalibrated": uncalibrated.get(0),

@@ -22,10 +22,10 @@ import contrastive.train
 
 from contrastive.distributed import run_on_ranks, select_device, world_size
 from contrastive.methods import build_method
-from contrastive.train import Timer, peak_rss_mb, train
+from contrastive.train import Timer, check_precision, peak_rss_mb, train
 
 from .datasets import dataset_for
-from ..io import cpu_model, save_torch, sha256, write_json
+from ..io import cpu_model, run_digest, save_torch, sha256, write_json
 
 
 def _take_line(lines):
@@ -71,15 +71,18 @@ def train_run(seed, condition, cfg, execution, data_settings, data_dir="data"):
     """One training run to the condition's last rung: (record, {step: state_dict} at each rung
     reached). The record holds, per rung, the mean training loss of the steps just before it
     (`rung_loss`), and the final value of every learned scalar (SigLIP's log t and b); a learned
-    temperature also as itself, at each rung (`rung_tau`) and at the end (`tau_final`). A diverged
+    temperature also as itself, at each rung (`rung_tau`) and at the end (`tau_final`), and the digest
+    of the resolved settings it ran under (`config_sha256`: config.run_digest). A diverged
     or collapsed run stops early and keeps the checkpoints of the rungs it reached. A condition
     with ranks > 1 runs in that many gloo processes (unless already launched by torchrun). The
     execution's precision ("fp32", or "bf16": the encoder and head under bfloat16 autocast) holds for
-    the whole run (contrastive.train.train)."""
+    the whole run (contrastive.train.train); bf16 that this CPU would emulate is refused before
+    anything else (PrecisionError: contrastive.train.check_precision)."""
+    device = select_device(execution.device)
+    check_precision(execution.precision, device)
     if cfg.ranks > 1 and world_size() == 1:
         return run_on_ranks(cfg.ranks, train_run, seed, condition, cfg, execution, data_settings, data_dir)
     torch.set_num_threads(execution.threads)
-    device = select_device(execution.device)
     data = dataset_for(cfg.dataset, data_settings, data_dir)
     states, rung_loss, rung_tau, wanted = {}, {}, {}, set(cfg.rungs)
 
@@ -104,6 +107,7 @@ def train_run(seed, condition, cfg, execution, data_settings, data_dir="data"):
     if cfg.learn_tau:
         record["rung_tau"], record["tau_final"] = rung_tau, method.criterion.tau().item()
     record = {"condition": condition, "seed": seed, "config": cfg.model_dump(),
+              "config_sha256": run_digest(cfg.model_dump(), execution.model_dump(), data_settings.model_dump()),
               "n_data": len(data["x_train"]), "n_classes": len(data["classes"]), **record,
               "rung_loss": {str(step): loss for step, loss in sorted(rung_loss.items())},
               "learned_scalars": {name: p.item() for name, p in method.named_parameters() if p.numel() == 1},
@@ -127,7 +131,8 @@ def save_run(study, record, states, root="."):
     write_json(Path(root, f"results/pretrain/{run}.json"), {**record, "checkpoints": checkpoints})
 
 
-NOT_RESULTS = {"wall_s", "peak_rss_mb", "threads", "checkpoints", "path", "cpu"}   # what may differ between equal runs
+# what may differ between equal runs (config_sha256 holds the thread count)
+NOT_RESULTS = {"wall_s", "peak_rss_mb", "threads", "checkpoints", "path", "cpu", "config_sha256"}
 
 
 def differences(a, b, path=""):

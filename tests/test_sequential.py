@@ -1,0 +1,76 @@
+"""The two-stage sequential design of the seeds (judge/sequential.py): its operating characteristics
+by simulation on constructed data, and its selection after stage 1."""
+import math
+
+import pytest
+
+from replication.judge import sequential, verdicts
+from replication.judge.measure import conditions_of
+
+DESIGN = {"stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock"}
+ALPHA = 0.025
+REPLICATES = 20_000
+MC_SE = math.sqrt(ALPHA * (1 - ALPHA) / REPLICATES)       # Monte Carlo error of a share near alpha
+
+
+@pytest.mark.parametrize("direction", ["greater", "equal"])
+def test_the_type_i_error_at_the_margin_stays_within_alpha(direction):
+    """True effect exactly +m (in SD units of the per-seed difference): the design says reproduced
+    in at most 2.5% of the replicates, the claim of no effect too (at its edge +m)."""
+    found = sequential.simulate(0.5, 0.5, direction, DESIGN, ALPHA, REPLICATES)
+    assert found[verdicts.REPRODUCED] <= ALPHA
+    assert 0 < found["continued"] < 1                    # the rule selects some, not all
+
+
+def test_the_boundaries_spend_alpha_when_every_undecided_contrast_continues():
+    """Without the selection (every inconclusive contrast gets the further seeds), the two looks
+    spend alpha, up to the simulation's own error; the spending is not all at the first look."""
+    found = sequential.simulate(0.5, 0.5, "greater", DESIGN, ALPHA, REPLICATES, seed=1, every=True)
+    assert ALPHA - 3 * MC_SE <= found[verdicts.REPRODUCED] <= ALPHA + 3 * MC_SE
+    c1, c2 = sequential.boundaries(DESIGN, ALPHA)
+    assert c1 > verdicts.stats.t.isf(ALPHA, 4) and c2 > verdicts.stats.t.isf(ALPHA, 14)
+
+
+def test_power_at_an_effect_of_one_and_a_half_sd_beyond_the_margin():
+    """Effect m + 1.5 SD: reproduced in at least 75% of the replicates (with 5 seeds at one look,
+    about 40%), and never contradicted."""
+    found = sequential.simulate(2.0, 0.5, "greater", DESIGN, ALPHA, REPLICATES)
+    assert found[verdicts.REPRODUCED] >= 0.75
+    assert found[verdicts.CONTRADICTED] == 0
+
+
+def test_obrien_fleming_spends_almost_nothing_at_the_first_look():
+    late = {**DESIGN, "spending": "obrien-fleming"}
+    assert sequential.spent(late, ALPHA) < 0.001 < sequential.spent(DESIGN, ALPHA) < ALPHA
+    assert sequential.simulate(0.5, 0.5, "greater", late, ALPHA, REPLICATES)[verdicts.REPRODUCED] <= ALPHA
+
+
+def test_a_decision_at_stage_one_is_never_revisited():
+    """Stage 1 far below -m (contradicted at c1); ten further seeds far above +m leave it so. An
+    undecided stage 1 is decided by both looks' seeds at c2."""
+    contradicted = [-3.0, -3.1, -2.9, -3.05, -2.95] + [5.0] * 10
+    assert sequential.decide(contradicted, 0.5, "greater", DESIGN, ALPHA) == verdicts.CONTRADICTED
+    undecided = [0.4, 1.6, 0.9, 2.2, 1.1] + [1.5, 1.2, 1.8, 1.4, 1.6, 1.3, 1.7, 1.5, 1.4, 1.6]
+    assert sequential.decide(undecided[:5], 0.5, "greater", DESIGN, ALPHA) == verdicts.INCONCLUSIVE
+    assert sequential.decide(undecided, 0.5, "greater", DESIGN, ALPHA) == verdicts.REPRODUCED
+
+
+@pytest.mark.parametrize("diffs", [[0.1, 0.9, 0.5, 0.7, 0.3], [1.0, 1.2, 0.8, 1.1, 0.9], [0.5, 0.52, 0.48, 0.5, 0.51],
+                                   [-2.0, 1.0, 3.0, -1.0, 0.5], [0.0, 0.0, 0.0, 0.0, 0.0]])
+def test_the_selection_reads_the_seeds_needed_estimate(diffs):
+    needed = verdicts.seeds_needed(diffs, 0.5, {"alpha": ALPHA})
+    assert bool(sequential.settles_within(diffs, 0.5, ALPHA, 15)) == (needed is not None and needed <= 15)
+
+
+def test_the_rule_selects_undecided_contrasts_that_fifteen_seeds_would_settle():
+    claims = {"x": {"arms": {"a": {"condition": "c_a", "key": "eval.h.linear"},
+                             "b": {"best_of": [{"condition": "c_b1", "key": "eval.h.linear"},
+                                               {"condition": "c_b2", "key": "eval.h.linear"}]},
+                             "c": {"condition": "c_c", "key": "eval.h.linear"}}}}
+    judged = [{"id": "x", "contrasts": [
+        {"a": "a", "b": "b", "verdict": "inconclusive", "seeds_needed": 12},
+        {"a": "a", "b": "c", "verdict": "inconclusive", "seeds_needed": 40}]},
+        {"id": "y", "contrast": {"a": "a", "b": "b", "verdict": "reproduced"}}]
+    chosen = sequential.select(judged, claims, DESIGN, conditions_of)
+    assert chosen == [{"id": "x", "a": "a", "b": "b", "seeds_needed": 12, "conditions": ["c_a", "c_b1", "c_b2"],
+                       "seeds": list(range(5, 15))}]
