@@ -122,8 +122,10 @@ section("claims", "All claims: a one-line index",
         "details (statement, analysis, note, amendments) unfold in its section.")
 literature = [c for c in claims if rc.origin(c) == "literature"]
 documents = [c for c in claims if rc.origin(c) == "document"]
+additions = [c for c in claims if rc.origin(c) == "addition"]
 html(page.folded_index("Literature claims", literature, registry.rules)
-     + page.folded_index("The documents' printed examples and analytic facts", documents, registry.rules))
+     + page.folded_index("Claims this study added", additions, registry.rules)
+     + page.folded_index("The documents' own claims, printed examples and analytic facts", documents, registry.rules))
 
 # %%
 section("amendments", "Amendments: verdicts under the original rules beside the current ones",

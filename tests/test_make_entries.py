@@ -50,8 +50,14 @@ def tree(tmp_path):
     return tmp_path
 
 
+def own_make_env(**extra):
+    """This environment as a user's shell has it: without the variables of a make that runs the tests
+    (`make test`), which would make every make here a sub-make (its lines 'make[1]: ...')."""
+    return {**{k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}, **extra}
+
+
 def make(tree, *args, **kwargs):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}           # this checkout's tools
+    env = own_make_env(PYTHONPATH=str(ROOT))                 # this checkout's tools
     return subprocess.Popen(["make", "-s", "-o", ".venv/.installed", *args], cwd=tree, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
@@ -64,7 +70,7 @@ def files(tree):
 def test_every_entry_that_runs_dvc_checks_first(entry):
     """`make -n`: the entry's first command is the check (paths inside the repository, then params.yaml)."""
     shown = subprocess.run(["make", "-n", "-o", ".venv/.installed", entry, "STAGE=x", "SET=a=1"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.splitlines()
+                           env=own_make_env(), capture_output=True, text=True, check=True).stdout.splitlines()
     assert re.search(r"python -m replication\.io && \S+python -m replication\.run\.config params\.yaml$", shown[0]), shown
 
 

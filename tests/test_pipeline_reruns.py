@@ -89,11 +89,11 @@ def test_edits_rerun_exactly_what_they_change(smoke, tmp_path):
     result = dvc(["repro", "resolve"], copy)
     assert result.returncode == 0, result.stderr
     stale = sorted(status(copy))
-    # evaluation, the determinism check (it compares evaluation figures too) and the report (it
-    # prints the resolved configuration's hash); analysis follows once evaluation has rerun; never
-    # training
+    # evaluation, the determinism check (it compares evaluation figures too), the analysis (it checks
+    # every evaluation record against resolved/evaluate.json) and the report (it prints the resolved
+    # configuration's hash); never training
     studies = yaml.safe_load((copy / "params.yaml").read_text())["pretrain"]["studies"]
-    expected = [f"evaluate@{s}" for s in studies] + ["determinism", "report"]
+    expected = [f"evaluate@{s}" for s in studies] + ["determinism", "analyze", "report"]
     assert stale == sorted(expected), stale
 
 

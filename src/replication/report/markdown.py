@@ -1,7 +1,7 @@
 """reports/claims.md, the one-minute summary for GitHub readers: the replication summary, the lore
 table, the counts, then every literature claim grouped by study (section) with its verdict, the
 published effect and ours in one unit, the training length and runs, and a one-line reason; the
-documents' printed examples folded below. At most five columns, so that a table fits GitHub's
+claims this study added; the documents' own claims and printed examples folded below. At most five columns, so that a table fits GitHub's
 890-px column; plain characters, Markdown's own escaped, never an HTML entity."""
 import re
 
@@ -70,6 +70,7 @@ def claims_markdown(claims, sections, summary, rules):
     replication summary)."""
     literature = [c for c in claims if rc.origin(c) == "literature"]
     documents = [c for c in claims if rc.origin(c) == "document"]
+    additions = [c for c in claims if rc.origin(c) == "addition"]
     lore = "\n".join(lore_row(study, c) for study, c in rc.lore(claims))
     counts = "\n".join(f"- {cell(line)}" for line in rc.counts_text(claims))
     return (
@@ -81,5 +82,6 @@ def claims_markdown(claims, sections, summary, rules):
         "(positive supports the claim), published and ours in the same unit; *at* is the training length the "
         "figure is read at; *n* counts seeds or realisations.\n\n"
         f"{sections_text(literature, sections, rules)}\n\n"
+        f"## Claims this study added ({len(additions)})\n\n{sections_text(additions, sections, rules, heading='###')}\n\n"
         f"<details><summary>The documents' printed examples and analytic facts ({len(documents)})</summary>\n\n"
         f"{sections_text(documents, sections, rules, heading='###')}\n\n</details>\n")
