@@ -107,7 +107,10 @@ def session(pid):
 def interrupted(tree, *args):
     """make run until DVC's stand-in has started its stage command, then one Ctrl-C at the terminal
     (SIGINT to the whole foreground process group): (make's status, stderr, what is left running)."""
-    started = make(tree, *args, "CHECK=true", start_new_session=True)
+    # a terminal's Ctrl-C reaches processes whose SIGINT is not ignored; a test runner started in the
+    # background (`make test &`) ignores it, and every child would inherit that
+    started = make(tree, *args, "CHECK=true", start_new_session=True,
+                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not (tree / "stage_started").exists() and time.monotonic() < deadline and started.poll() is None:
         time.sleep(0.05)
