@@ -15,6 +15,7 @@ from tools.timing import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+TIMEOUT_S = 1200        # a DVC command or stage script that hangs fails its test (TimeoutExpired) instead of CI
 
 
 def environment(home=None):
@@ -26,11 +27,13 @@ def environment(home=None):
 
 
 def dvc(args, cwd, home=None):
-    return subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, env=environment(home), capture_output=True, text=True)
+    return subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, env=environment(home), capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
 
 
 def run_script(args, cwd):
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=environment(), capture_output=True, text=True)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=environment(), capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
 
 
 def status(cwd, *targets):

@@ -114,7 +114,9 @@ def interrupted(tree, *args):
     deadline = time.monotonic() + 120
     while not (tree / "stage_started").exists() and time.monotonic() < deadline and started.poll() is None:
         time.sleep(0.05)
-    assert (tree / "stage_started").exists(), started.communicate()
+    if not (tree / "stage_started").exists():
+        os.killpg(started.pid, signal.SIGKILL)
+        pytest.fail(f"the stage never started: {started.communicate(timeout=60)}")
     (tree / "stage_started").unlink()
     time.sleep(0.3)
     os.killpg(started.pid, signal.SIGINT)

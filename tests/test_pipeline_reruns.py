@@ -30,7 +30,7 @@ def test_sigkill_mid_stage_then_repro_gives_the_same_results(smoke, tmp_path):
         assert time.time() < deadline
         time.sleep(0.02)
     os.killpg(repro.pid, signal.SIGKILL)
-    repro.wait()
+    repro.wait(timeout=60)
     assert repro.returncode != 0                                     # it was killed mid-way
     assert list(status(copy)) != []
     result = dvc(["repro"], copy)
@@ -119,7 +119,7 @@ def test_queued_experiments_run_in_parallel(smoke, tmp_path):
             break
         assert time.time() < deadline, queue
         time.sleep(3)
-    dvc(["queue", "stop"], copy)
+    dvc(["queue", "stop", "--kill"], copy)          # its idle workers too, so that none outlives the test
     assert queue.count("Success") == 2, queue
     shown = json.loads(dvc(["exp", "show", "--json"], copy).stdout)
     taus = sorted(exp["data"]["params"]["params.yaml"]["data"]["examples"]["ntxent_numpy"]["loss_tau"]

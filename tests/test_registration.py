@@ -250,6 +250,29 @@ def test_a_rule_change_after_registration_shows_each_moved_verdict_post_hoc_besi
     assert "frozen_verdict" not in second and "post hoc" not in second["labels"]    # not moved: not post hoc
 
 
+def test_an_amended_claim_after_a_rule_change_shows_the_registered_codes_verdict_as_frozen(
+        tmp_path, monkeypatch, capsys):
+    """Amended and rule-moved: the frozen verdict is the one the registered code gave (the rule
+    change's record), not today's code on the frozen claim."""
+    from tools.register import main as register_main
+    registry = registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    claims = tmp_path / "reports" / "claims.json"
+    judged = json.loads(claims.read_text())
+    judged[0]["verdict"] = "inconclusive"                # what the registered code said of it, say
+    claims.write_text(json.dumps(judged))
+    assert register_main(["--rules-changed", "a new rule", "--why", "test"]) == 0
+    date = json.loads((tmp_path / "analysis" / "registration.json").read_text())["date"]
+    amendment = (f"  amended: [{{date: '{date}', what: margin 0.02 -> 0.5, why: test, "
+                 "previous_verdict: reproduced, post_registration: true}]\n")
+    registry.write_text(registry.read_text().replace("  margin: 0.02\n", "  margin: 0.5\n" + amendment, 1))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    claim = judged_claims(tmp_path)[0]
+    assert status == 0, err
+    assert claim["frozen_verdict"] == "inconclusive" and claim["verdict"] == "no meaningful effect"
+    assert "post hoc" in claim["labels"]
+
+
 def test_the_analyze_entry_point_checks_the_code_and_judging_does_not(tmp_path, monkeypatch):
     """judge_registry judges whatever code it runs (tools.register relies on it); analyze checks first."""
     from replication.judge import registration
