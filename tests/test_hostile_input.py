@@ -278,6 +278,24 @@ def test_relock_never_records_a_registered_or_data_file():
                     "report": "analysis/registration_2.json modified, which is not code"}
 
 
+def test_relock_never_records_judging_code_that_differs_from_the_registration():
+    """Judging code edited under a registration stays stale for relock, as a file or inside a folder
+    dependency, until `tools.register --code-moved` has amended it; other edited code is relocked."""
+    from tools.relock import relockable
+    status = {"analyze": [{"changed deps": {"src/replication/judge": "modified"}}],
+              "report": [{"changed deps": {"experiments/analyze.py": "modified"}}],
+              "evaluate@head": [{"changed deps": {"src/replication/run/evaluate.py": "modified"}}]}
+    lock = {"stages": {name: {"deps": [{"path": p} for change in changes for p in change["changed deps"]]}
+                       for name, changes in status.items()}}
+    registered = {"src/replication/judge/verdicts.py", "experiments/analyze.py"}
+    ok, left = relockable(status, lock, registered=registered)
+    assert ok == ["evaluate@head"]
+    assert left["analyze"].startswith("src/replication/judge/verdicts.py differs from the registration")
+    assert left["report"].startswith("experiments/analyze.py differs from the registration")
+    assert "tools.register --code-moved" in left["analyze"]
+    assert relockable(status, lock)[0] == ["analyze", "evaluate@head", "report"]     # once amended
+
+
 @pytest.mark.parametrize("date,said", [("2999-01-01", "in the future"), ("yesterday", "not a date")])
 def test_readme_leaves_out_a_timing_with_a_future_or_false_date(tmp_path, monkeypatch, capsys, date, said):
     from tools import readme

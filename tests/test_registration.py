@@ -454,3 +454,85 @@ def test_code_amendments_of_the_first_record_do_not_count_under_the_second(tmp_p
     assert [a["registration"] for a in registration.load_code_amendments(tmp_path)] == [of_second["registration"]]
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 0, err
+
+
+# ---------------------------------------------------------------- records anchored in git
+
+def anchored_world(root):
+    """registered_world committed in git before its results: the record and code first, then the
+    results (results/pretrain, results/evaluate) in a later commit, as a registered run has them."""
+    registered_world(root)
+    results = root / "results"
+    held = root.parent / f"{root.name}-results"
+    shutil.move(results, held)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "registration")
+    shutil.move(held, results)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the run")
+    return root / "analysis" / "registration.json"
+
+
+def refusal(root):
+    """check_registered_code's one line in root, or None."""
+    from replication.judge.registration import RegistrationError, check_registered_code
+    try:
+        check_registered_code(root)
+    except RegistrationError as e:
+        return str(e)
+    return None
+
+
+def test_a_record_committed_before_its_results_is_judged(tmp_path, monkeypatch, capsys):
+    anchored_world(tmp_path)
+    assert refusal(tmp_path) is None
+    result = next((tmp_path / "results" / "pretrain").rglob("*.json"))
+    result.write_text(result.read_text() + " ")          # rewritten since the last commit: a new result
+    assert refusal(tmp_path) is None
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 0, err
+
+
+def test_a_record_committed_with_or_after_its_results_is_refused(tmp_path, monkeypatch, capsys):
+    committed_first_run(tmp_path, monkeypatch, capsys)           # record and results in one commit
+    said = refusal(tmp_path)
+    assert said and said.startswith("results/") and "committed before analysis/registration.json" in said, said
+    assert "make repro-stage STAGE=" in said
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and err.count("\n") == 1 and "committed before analysis/registration.json" in err, err
+
+
+@pytest.mark.parametrize("edit,said", [
+    ("untracked", "analysis/registration_2.json: not committed"),
+    ("edited", "analysis/registration.json: differs from its committed version"),
+    ("deleted", "analysis/registration.json: committed but missing"),
+    ("amendment", "analysis/registration_amendments.json: not committed"),
+    ("hand-edited and committed", "committed before analysis/registration.json"),
+], ids=["untracked record", "edited record", "deleted record", "uncommitted amendment", "edited and committed"])
+def test_a_record_not_anchored_in_git_stops_the_analysis_with_one_line(tmp_path, monkeypatch, capsys, edit, said):
+    from replication.judge import registration
+    record = anchored_world(tmp_path)
+    if edit == "untracked":
+        rules, claims = load_registry(tmp_path / "analysis" / "claims.yaml")[:2]
+        record.write_text(json.dumps({**json.loads(record.read_text()), "date": "2026-11-01"}))
+        git(tmp_path, "commit", "-qam", "backdated")
+        registration.register(rules, claims, tmp_path)
+    elif edit == "amendment":
+        (tmp_path / registration.CODE_AMENDMENTS).write_text("[]")
+    elif edit == "deleted":
+        record.unlink()
+    else:
+        record.write_text(record.read_text().replace('"rules"', '"rules" ', 1))
+        if edit == "hand-edited and committed":
+            git(tmp_path, "commit", "-qam", "a record edited after the run")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("reports/*") if p.is_file()}
+    assert said in (refusal(tmp_path) or ""), refusal(tmp_path)
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and err.count("\n") == 1 and said in err, err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("reports/*") if p.is_file()} == before
+
+
+def test_outside_a_git_work_tree_the_records_cannot_be_anchored_and_are_not_refused(tmp_path):
+    registered_world(tmp_path)
+    assert refusal(tmp_path) is None

@@ -24,7 +24,6 @@ say something; the two together, or --why alone, are refused in one line.
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 
 from replication.io import require_inside, write_json
@@ -32,7 +31,7 @@ from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
 from replication.judge.record import CLAIMS, claims_text
 from replication.judge.registration import (CODE_AMENDMENTS, RegistrationError, add_to_analysis_deps,
-                                            all_code_amendments, amend_code, amend_rules, load,
+                                            all_code_amendments, amend_code, amend_rules, git, load,
                                             load_code_amendments, record_path, register)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
@@ -68,15 +67,6 @@ def rules_changed(what, why):
     return amendment
 
 
-def git(*args):
-    """git's output (bytes); RegistrationError with its first line of error when it fails."""
-    result = subprocess.run(["git", *args], capture_output=True)
-    if result.returncode:
-        message = result.stderr.decode(errors="replace").strip().splitlines() or ["failed"]
-        raise RegistrationError(f"git {' '.join(args)}: {message[0]}")
-    return result.stdout
-
-
 def previous_run():
     """What a new record says of the run before it: HEAD's commit (holding that run's judged
     results) and the sha256 of the reports/claims.json committed there; None before the first
@@ -86,8 +76,8 @@ def previous_run():
     if git("status", "--porcelain", "--", str(CLAIMS)).strip():
         raise RegistrationError(f"{CLAIMS}: uncommitted changes; commit the previous run's verdicts (or restore "
                                 f"them with `git checkout {CLAIMS}`) before registering the next run")
-    return {"commit": git("rev-parse", "HEAD").decode().strip(),
-            "claims_json_sha256": hashlib.sha256(git("show", f"HEAD:./{CLAIMS}")).hexdigest()}
+    return {"commit": git("rev-parse", "HEAD").strip(),
+            "claims_json_sha256": hashlib.sha256(git("show", f"HEAD:./{CLAIMS}", raw=True)).hexdigest()}
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -11,8 +11,9 @@ there to hash). This tool records the new hashes of the edited code and keeps th
 the outputs that are missing. It only touches a stage whose every change is edited code (a Python
 file, or a folder of modules, under src/, experiments/, analysis/, tools/) or an output or dependency
 missing from this clone; a stage with an edited parameter, configuration, registered file
-(analysis/claims.yaml, analysis/registration*.json) or result is left stale for `dvc repro`, and the
-file that keeps it stale is named.
+(analysis/claims.yaml, analysis/registration*.json, or judging code that differs from the latest
+registration or its code amendment) or result is left stale for `dvc repro`, and the file that keeps
+it stale is named. Judging code is recorded only after `python -m tools.register --code-moved`.
 
 Use it only when the edit provably changes no result, e.g. after checking that `resolve` writes the
 same files for every profile; otherwise rerun the stages (`make repro-stage STAGE=...`).
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 from replication.io import require_inside
+from replication.judge.registration import RegistrationError, unregistered_changes
 from tools.repro import MISSING, read_lock, recorded, stage_status
 
 CODE = ("src/", "experiments/", "analysis/", "tools/")
@@ -32,11 +34,12 @@ def is_code(path):
     return path.startswith(CODE) and (path.endswith(".py") or Path(path).is_dir())
 
 
-def blocker(changes, known, moved=False):
+def blocker(changes, known, moved=False, registered=frozenset()):
     """Why a stage may not be relocked (one short phrase), or None when its changes are edited code
     or files this clone lacks that dvc.lock records (a new output or dependency is not: the stage
     must run to make it). moved: code at a path dvc.lock does not know counts as edited code (a
-    module moved to a new house)."""
+    module moved to a new house). registered: judging code that differs from the registration,
+    which is never edited code to relock."""
     for change in changes:
         if not isinstance(change, dict):
             return str(change)                  # e.g. "changed command", "always changed"
@@ -44,6 +47,10 @@ def blocker(changes, known, moved=False):
             if kind not in ("changed deps", "changed outs") or not isinstance(entries, dict):
                 return kind
             for path, state in entries.items():
+                held = sorted(r for r in registered if r == path or r.startswith(path.rstrip("/") + "/"))
+                if held:
+                    return (f"{held[0]} differs from the registration: amend it first with `python -m tools.register "
+                            "--code-moved` (or --rules-changed)")
                 missing = isinstance(state, str) and state in MISSING and path in known
                 edited_code = kind == "changed deps" and state == "modified" and is_code(path) \
                     and (path in known or moved)
@@ -53,10 +60,10 @@ def blocker(changes, known, moved=False):
     return None
 
 
-def relockable(status, lock, moved=False):
+def relockable(status, lock, moved=False, registered=frozenset()):
     """The stages whose dvc.lock entries may be updated, and {stage left stale: why}."""
     known = recorded(lock)
-    why = {s: blocker(changes, known.get(s, set()), moved) for s, changes in status.items()}
+    why = {s: blocker(changes, known.get(s, set()), moved, registered) for s, changes in status.items()}
     fits = [s for s in sorted(status) if why[s] is None]
     return [s for s in fits if _edited(status[s])], {s: reason for s, reason in sorted(why.items()) if reason}
 
@@ -80,7 +87,12 @@ def relock(stages):
 
 def main(argv):
     require_inside()
-    ok, left = relockable(stage_status(), read_lock(), moved="--moved" in argv)
+    try:
+        registered = unregistered_changes()
+    except RegistrationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    ok, left = relockable(stage_status(), read_lock(), moved="--moved" in argv, registered=registered)
     for stage in ok:
         print(f"{'recorded' if '--write' in argv else 'would record'}: {stage} (edited code only)")
     for stage, why in left.items():

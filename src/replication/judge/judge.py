@@ -168,19 +168,15 @@ def judge_registry(conditions, registry="analysis/claims.yaml"):
     check_inputs(conditions)
     judged = judge_all(claims, rules=rules, run=record and record["run"], documents=registered.documents)
     changes = registration.rule_changes(amendments)
+    # an amended claim's frozen verdict is the registered code's (the first rule change recorded it);
+    # where no rule has changed, today's code is the registered code and judges the frozen claim
+    registered_code = changes[0]["frozen_verdicts"] if changes else {}
     for out in judged:
         if out["id"] in frozen:
-            out["frozen_verdict"] = _registered_code_verdict(out["id"], changes) or \
+            out["frozen_verdict"] = registered_code.get(out["id"]) or \
                 judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]
     _post_hoc_rules(judged, changes)
     return judged, record
-
-
-def _registered_code_verdict(claim_id, changes):
-    """The verdict the registered code gave an amended claim, where a rule change since recorded it
-    (the first change's frozen_verdicts); None where none did: today's code then judges the frozen
-    claim, which is the registered code's verdict when no rule has changed."""
-    return changes[0]["frozen_verdicts"].get(claim_id) if changes else None
 
 
 def _post_hoc_rules(judged, changes):

@@ -17,11 +17,17 @@ latest record (their `registration` is its date) count. A claim that
 differs from its registered form, or is new, must carry an amendment marked post_registration with
 `registration:` the latest record's run; it is then judged twice, by the current rule and by the
 frozen one, and both verdicts are shown. A claim changed without such an amendment stops the analysis.
+
+In a git work tree a record counts only as committed (check_anchored): every record and the
+amendments must match their committed versions, a record git holds must exist, and the latest
+record's commit must precede every committed result it judges (results/pretrain, results/evaluate).
+A record written or edited after the results it judges is refused.
 """
 import datetime
 import hashlib
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Annotated
 
@@ -29,13 +35,14 @@ from pydantic import Field, ValidationError
 
 from ..io import sha256, write_json
 from ..schema import Strict, one_line
-from .measure import in_path_form
+from .measure import in_path_form, producing_stage
 from .registry import Date, Verdict, declared_gates
 
 RECORD = Path("analysis/registration.json")          # the first record; run n's: path_of(n)
 REGISTRY = Path("analysis/claims.yaml")
 CODE_AMENDMENTS = Path("analysis/registration_amendments.json")
 JUDGE = Path("src/replication/judge")
+RESULTS = ("results/pretrain", "results/evaluate")    # the records a registered run writes and its rules judge
 
 
 SHARED = ("src/replication/io.py", "src/replication/schema.py")     # the modules outside judge/ it imports
@@ -239,11 +246,66 @@ def rule_changes(amendments):
 
 
 def check_registered_code(root="."):
-    """Under a registration, RegistrationError when the judged code differs from it (check_code);
-    the analyze stage's entry point calls it before judging."""
+    """Under a registration, RegistrationError when a record is not anchored in git (check_anchored)
+    or the judged code differs from it (check_code); the analyze stage's entry point calls it before
+    judging."""
+    check_anchored(root)
     record = load(root)
     if record:
         check_code(record, load_code_amendments(root), root)
+
+
+def git(*args, root=".", raw=False):
+    """git's output in root (text; raw: bytes); RegistrationError with git's first line of error when it fails."""
+    result = subprocess.run(["git", *args], cwd=root, capture_output=True)
+    if result.returncode:
+        message = result.stderr.decode(errors="replace").strip().splitlines() or ["failed"]
+        raise RegistrationError(f"git {' '.join(args)}: {message[0]}")
+    return result.stdout if raw else result.stdout.decode(errors="replace")
+
+
+def in_git(root="."):
+    """Whether root is the top of a git work tree with a commit (a clone of the study)."""
+    try:
+        top = git("rev-parse", "--show-toplevel", root=root).strip()
+        git("rev-parse", "--verify", "-q", "HEAD", root=root)
+    except (RegistrationError, OSError):
+        return False
+    return Path(top).resolve() == Path(root).resolve()
+
+
+def check_anchored(root="."):
+    """RegistrationError (one line) unless the registration records stand in git as registered: a
+    record or the amendments file git holds but the tree lacks is named as missing; one that is
+    uncommitted or differs from its committed version is refused; a committed result (RESULTS) not
+    committed after the latest record's commit predates the rules that would judge it. Outside a
+    git work tree nothing can be checked (a copy, not a clone), and nothing is refused."""
+    if not in_git(root):
+        return
+    anchored = [*map(str, _paths(root)), str(CODE_AMENDMENTS)]
+    tracked = git("ls-files", "--", str(RECORD.parent), root=root).splitlines()
+    for path in sorted({p for p in tracked if _run(p) or p == str(CODE_AMENDMENTS)} | set(anchored)):
+        exists = Path(root, path).exists()
+        if path in tracked and not exists:
+            raise RegistrationError(f"{path}: committed but missing; restore it with `git checkout {path}`")
+        if exists and path not in tracked:
+            raise RegistrationError(f"{path}: not committed; a registration or amendment counts only once "
+                                    f"committed: commit it (`git add {path} && git commit`) before the run it judges")
+        if exists and git("diff", "--name-only", "HEAD", "--", path, root=root).strip():
+            raise RegistrationError(f"{path}: differs from its committed version; a record is never edited: restore "
+                                    f"it with `git checkout {path}`, or register again")
+    if not _paths(root):
+        return
+    latest = str(_paths(root)[-1])
+    commit = git("log", "-1", "--format=%H", "--", latest, root=root).strip()
+    after = set(git("log", "--ancestry-path", "--format=", "--name-only", f"{commit}..HEAD", "--", *RESULTS,
+                    root=root).split())
+    rewritten = set(git("diff", "--name-only", "HEAD", "--", *RESULTS, root=root).split())     # written since
+    for path in git("ls-files", "--", *RESULTS, root=root).split():
+        if path not in after and path not in rewritten:
+            raise RegistrationError(f"{path}: committed before {latest} (commit {commit[:7]}), so the rules were "
+                                    "registered after the result they judge; a registered run retrains every stage "
+                                    f"after its record is committed: `make repro-stage STAGE={producing_stage(path)}`")
 
 
 def check_code(record, amendments=(), root="."):
@@ -259,6 +321,17 @@ def check_code(record, amendments=(), root="."):
             raise RegistrationError(f"{path}: judged at {since} but missing; restore it with `git checkout {path}`")
         if sha256(Path(root, path)) != frozen_code[path]:
             raise RegistrationError(f"{path}: differs from {since}; restore it, or register again before the run")
+
+
+def unregistered_changes(root="."):
+    """The judged files that differ from the latest registration (or its latest code amendment):
+    edited, added or removed; empty while nothing is registered. tools/relock.py never records them."""
+    record = load(root)
+    if not record:
+        return set()
+    frozen_code = frozen_files(record, load_code_amendments(root))
+    return {path for path in set(judged_code(root)) | set(frozen_code)
+            if path not in frozen_code or not Path(root, path).exists() or sha256(Path(root, path)) != frozen_code[path]}
 
 
 def amends(amendment, run):
