@@ -536,3 +536,28 @@ def test_a_record_not_anchored_in_git_stops_the_analysis_with_one_line(tmp_path,
 def test_outside_a_git_work_tree_the_records_cannot_be_anchored_and_are_not_refused(tmp_path):
     registered_world(tmp_path)
     assert refusal(tmp_path) is None
+
+
+def test_a_committed_amendment_edited_afterwards_stops_the_analysis(tmp_path, monkeypatch, capsys):
+    """A code change with its sha256 edited into an earlier amendment, all committed: git's history
+    shows the amendment changed, and it is refused; appending a new amendment is not."""
+    from replication.judge import registration
+    anchored_world(tmp_path)
+    path = tmp_path / registration.CODE_AMENDMENTS
+    record = registration.load(tmp_path)
+    first = registration.amend_code(record, "moved", "test", "0" * 64, tmp_path, date="2026-12-03")
+    path.write_text(json.dumps([first]))
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "a code amendment")
+    assert refusal(tmp_path) is None
+    path.write_text(json.dumps([first, {**first, "what": "moved again"}]))
+    git(tmp_path, "commit", "-qam", "another, appended")
+    assert refusal(tmp_path) is None
+    edited = {**first, "sha256": {**first["sha256"], "params.yaml": "f" * 64}}
+    path.write_text(json.dumps([edited, {**first, "what": "moved again"}]))
+    git(tmp_path, "commit", "-qam", "the first amendment's hashes edited")
+    said = refusal(tmp_path)
+    assert said and said.startswith("analysis/registration_amendments.json: amendment 1 of the registration of"), said
+    assert "never edited" in said
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and err.count("\n") == 1 and "amendment 1" in err, err

@@ -19,7 +19,8 @@ differs from its registered form, or is new, must carry an amendment marked post
 frozen one, and both verdicts are shown. A claim changed without such an amendment stops the analysis.
 
 In a git work tree a record counts only as committed (check_anchored): every record and the
-amendments must match their committed versions, a record git holds must exist, and the latest
+amendments must match their committed versions, the latest record's amendments are only ever
+appended (git's history of the file), a record git holds must exist, and the latest
 record's commit must precede every committed result it judges (results/pretrain, results/evaluate).
 A record written or edited after the results it judges is refused.
 """
@@ -277,7 +278,8 @@ def in_git(root="."):
 def check_anchored(root="."):
     """RegistrationError (one line) unless the registration records stand in git as registered: a
     record or the amendments file git holds but the tree lacks is named as missing; one that is
-    uncommitted or differs from its committed version is refused; a committed result (RESULTS) not
+    uncommitted or differs from its committed version is refused, as is an amendment of the latest
+record edited since it was first committed (_check_appended_only); a committed result (RESULTS) not
     committed after the latest record's commit predates the rules that would judge it. Outside a
     git work tree nothing can be checked (a copy, not a clone), and nothing is refused."""
     if not in_git(root):
@@ -296,6 +298,7 @@ def check_anchored(root="."):
                                     f"it with `git checkout {path}`, or register again")
     if not _paths(root):
         return
+    _check_appended_only(load(root)["date"], root)
     latest = str(_paths(root)[-1])
     commit = git("log", "-1", "--format=%H", "--", latest, root=root).strip()
     after = set(git("log", "--ancestry-path", "--format=", "--name-only", f"{commit}..HEAD", "--", *RESULTS,
@@ -338,6 +341,28 @@ def amends(amendment, run):
     """Whether an amendment (a dict) is post-registration of registered run `run`: marked
     post_registration, with `registration` (default 1) that run."""
     return bool(amendment.get("post_registration")) and amendment.get("registration", 1) == run
+
+
+def _check_appended_only(registered, root="."):
+    """RegistrationError unless every committed version of CODE_AMENDMENTS holds the amendments of
+    the registration of `registered` (a date) as a prefix of today's: they are appended, never
+    edited, reordered or removed (a key holding null counts as absent)."""
+    def of_record(amendments):
+        return [{k: v for k, v in a.items() if v is not None} for a in amendments
+                if isinstance(a, dict) and a.get("registration") == registered]
+    today = of_record(all_code_amendments(root))
+    for commit in git("log", "--format=%H", "--", str(CODE_AMENDMENTS), root=root).split():
+        try:
+            then = of_record(json.loads(git("show", f"{commit}:{CODE_AMENDMENTS}", root=root)))
+        except (RegistrationError, ValueError, TypeError):
+            continue                        # not there, or not a list of amendments, at that commit
+        changed = next((i for i, (old, new) in enumerate(zip(then, today)) if old != new), None)
+        if changed is not None or len(today) < len(then):
+            which = f"amendment {changed + 1}" if changed is not None else f"amendment {len(today) + 1}"
+            raise RegistrationError(f"{CODE_AMENDMENTS}: {which} of the registration of {registered} differs from "
+                                    f"its version committed in {commit[:7]}; amendments are appended, never edited "
+                                    f"or removed: restore it with `git show {commit[:7]}:{CODE_AMENDMENTS}`, and "
+                                    "append a new one with `python -m tools.register`")
 
 
 def check_claims(record, rules, claims, withdrawn=None):
