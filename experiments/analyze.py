@@ -34,7 +34,7 @@ def main():
         write_claims(judged)
         counts = summary(judged)
         write_json("reports/summary.json", {**counts, "registered_on": record and record["date"]})
-        # the literature's verdict counts alone, flat: `dvc metrics show reports/verdicts.json` fits a terminal
+        # the literature's verdict counts alone, flat: dvc.yaml's only metrics file, so `dvc metrics show` fits a terminal
         write_json("reports/verdicts.json", counts["literature"]["verdicts"])
         write_dvc_files(judged)
 

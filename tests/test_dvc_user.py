@@ -211,7 +211,7 @@ def test_the_readme_commands_for_the_verdict_counts_fit_a_terminal():
     """README's `dvc metrics show` and `dvc exp show` lines print the literature's verdict counts,
     every verdict column present, in lines a 120-column terminal holds."""
     counts = json.loads((ROOT / "reports" / "verdicts.json").read_text())
-    for command in readme_commands("dvc metrics show reports/") + readme_commands("dvc exp show --drop"):
+    for command in readme_commands("dvc metrics show") + readme_commands("dvc exp show --drop"):
         args = [a.strip("'") for a in command.split()]
         out = subprocess.run([*args[:3], "--no-pager", *args[3:]] if args[1] == "exp" else args, cwd=ROOT,
                              env={**environment(ROOT), "COLUMNS": "120"}, capture_output=True, text=True)
@@ -274,11 +274,11 @@ def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, t
               for c in committed_claims]
     write_dvc_files(claims, root=tree)
     git_commit(tree, "after")
-    diff = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD", "--json"], tree)
+    diff = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD", "--json", "--targets", "reports/metrics.json"], tree)
     assert diff.returncode == 0, diff.stderr
     changed = json.loads(diff.stdout)["reports/metrics.json"]
     assert list(changed) == [f"{moved['id']}.effect"]
-    shown = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD"], tree).stdout
+    shown = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD", "--targets", "reports/metrics.json"], tree).stdout
     assert f"{moved['id']}.effect" in shown
 
 

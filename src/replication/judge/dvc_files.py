@@ -2,7 +2,8 @@
 
 reports/metrics.json holds, per claim id, the effect (its contrast's mean paired difference in the
 claim's own unit), its interval at the registered level and the verdict, under keys without spaces, so that
-`dvc metrics diff` shows which claim moved. reports/plots/ holds the data of dvc.yaml's `plots:`,
+`dvc metrics diff --targets reports/metrics.json` shows which claim moved (it is not a metrics file of
+dvc.yaml: `dvc metrics show` prints the verdict counts alone). reports/plots/ holds the data of dvc.yaml's `plots:`,
 as CSV, so that `dvc plots show` and `dvc plots diff` draw them offline:
 
     forest.csv                  one row per claim with an effect: the report's forest plot

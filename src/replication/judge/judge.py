@@ -205,7 +205,7 @@ def _key(text):
 
 
 def summary(judged):
-    """The headline counts for `dvc metrics show` (keys without spaces): the verdicts of each origin
+    """Every count, for reports/summary.json (keys without spaces): the verdicts of each origin
     apart (verdicts.ORIGINS: the published claims, the documents' own claims and examples, our
     additions); `not tested` and calibrated figures outside the judged; where the published effect
     lies against our interval, for the literature's judged claims (the documents print no effect to

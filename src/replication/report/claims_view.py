@@ -237,7 +237,7 @@ VERDICT_OF = {v.replace(" ", "_"): v for v in VERDICTS}    # summary.json's keys
 
 def counts(claims):
     """The counts every page prints, from judge.judge.summary (the function that writes
-    reports/summary.json, which README and `dvc metrics show` read): per origin the claims, the
+    reports/summary.json, which README reads): per origin the claims, the
     judged ('not tested' and calibrated figures outside) and each verdict among them, in
     verdicts.VERDICTS order; the labels."""
     found = summary(claims)

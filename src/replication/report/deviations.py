@@ -199,6 +199,16 @@ def miniature(resolved_root="resolved", data_root="data"):
             f"{default['steps']:,} steps of {default['batch']} images, ladder claims up to {top:,} steps")
 
 
+SCALE_SETTINGS = ("dataset and image size", "encoder", "training length", "the probe")   # the papers' scale
+
+
+def scale_line(entries, ours):
+    """One line of scale and protocol: `ours` (miniature() and the primary probe) against the papers'
+    values of the SCALE_SETTINGS entries of analysis/deviations.yaml."""
+    papers = {e.setting: e.paper for e in entries}
+    return f"Ours: {ours}. The papers: " + "; ".join(papers[s] for s in SCALE_SETTINGS if s in papers) + "."
+
+
 def claim_links(entry, link):
     """The claims an entry can affect, each written by `link(id)`; `all trained` in words."""
     if entry["claims"] == ALL_TRAINED:

@@ -5,10 +5,16 @@ figures of the claims that read the condition."""
 import json
 from pathlib import Path
 
+from typing import Annotated
+
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import claims_view as rc
 from ..judge.probes import probe_title
+from ..judge.stats import t_interval
+from ..io import load_yaml
+from ..schema import one_line
 
 SHOWN = ("linear", "linear_full", "knn")     # the probes on h the table shows, in its order
 
@@ -44,3 +50,84 @@ def published_figures(claims):
             for condition in dict.fromkeys(rc.arm_conditions(claim)):
                 found.setdefault(condition, []).append(f"{claim['id']}: {claim['published']}")
     return {condition: "; ".join(texts) for condition, texts in found.items()}
+
+
+METHODS = Path("analysis/levels.yaml")
+CONTROL = "untrained encoder (step 0)"
+
+
+class LevelsError(Exception):
+    """analysis/levels.yaml cannot be read; str(e) is the one line to print."""
+
+LEVEL_PROBES = ("linear_full", "linear", "knn")     # the primary probe on h first
+
+
+class Method(BaseModel):
+    """One row of analysis/levels.yaml."""
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    method: Annotated[str, Field(min_length=1)]
+    arm: Annotated[str, Field(pattern=r"^[\w-]+/[\w-]+$")]       # study/condition
+    published: str | None = None
+    source: str | None = None
+
+
+def load_methods(path=METHODS):
+    """The rows of analysis/levels.yaml; LevelsError (one line naming the file and key) when malformed."""
+    try:
+        raw = load_yaml(Path(path).read_text())
+        if not isinstance(raw, dict) or not isinstance(raw.get("methods"), list):
+            raise LevelsError(f"{path}: expected `methods:`, a list of {{method, arm, published, source}}")
+        return [Method(**row) if isinstance(row, dict) else Method(method=row) for row in raw["methods"]]
+    except ValidationError as e:
+        raise LevelsError(one_line(e, str(path))) from None
+
+
+def primary_probe(root="."):
+    """The primary probe's title (the linear probe on every label, LEVEL_PROBES[0]) in the words of
+    the evaluation records' protocol, or None without records."""
+    for path in sorted(Path(root, "results", "evaluate").glob("*/*/seed_*.json")):
+        return probe_title(LEVEL_PROBES[0], json.loads(path.read_text())["eval"]["protocol"])
+    return None
+
+
+def _interval(values, level):
+    """'51.4 [49.0, 53.8]' in %, for per-seed fractions; '–' for none."""
+    if not values:
+        return "–"
+    low, high = t_interval(values, level)
+    return f"{100 * sum(values) / len(values):.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def _seeds(root, kind, study, condition):
+    return [json.loads(p.read_text()) for p in sorted(Path(root, "results", kind, study, condition).glob("seed_*.json"))]
+
+
+def method_levels(methods, level, root="."):
+    """The benchmark table: one row per method (load_methods) at its reference arm's budget, with
+    the published figure of the paper's own setting, and first the untrained
+    encoder (the SimCLR arm's step-0 control, where the all-label probe is not fitted): training
+    length (steps, epochs, batch), each probe on h in % with its t-interval at `level` over the
+    seeds, the seeds, and the CPU-minutes of pretraining and evaluation (wall time x threads, all
+    seeds). A method whose records are missing is left out."""
+    rows = []
+    for method in methods:
+        study, condition = method.arm.split("/")
+        trained, evaluated = _seeds(root, "pretrain", study, condition), _seeds(root, "evaluate", study, condition)
+        if not trained or not evaluated:
+            continue
+        config = trained[0]["config"]
+        probe = lambda at, key: [r[at]["h"][key] for r in evaluated if rc.number(r[at]["h"].get(key)) is not None]
+        if not rows:
+            protocol = evaluated[0]["eval"]["protocol"]
+            titles = {key: probe_title(key, protocol) for key in LEVEL_PROBES}
+            rows.append({"method": CONTROL, "arm": method.arm, "steps (epochs)": "0", "batch": "–",
+                         **{titles[key]: _interval(probe("control", key), level) for key in LEVEL_PROBES},
+                         "seeds": len(evaluated), "CPU-min": "–", "published": "–"})
+        epochs = config["steps"] * config["batch"] / trained[0]["n_data"]
+        minutes = sum((r.get("wall_s") or 0) * (r.get("threads") or 1) for r in trained + evaluated) / 60
+        rows.append({"method": method.method, "arm": method.arm,
+                     "steps (epochs)": f"{config['steps']:,} ({epochs:.2g})", "batch": str(config["batch"]),
+                     **{titles[key]: _interval(probe("eval", key), level) for key in LEVEL_PROBES},
+                     "seeds": len(evaluated), "CPU-min": f"{minutes:.0f}",
+                     "published": f"{method.published} ({method.source})" if method.published else "–"})
+    return pd.DataFrame(rows)

@@ -134,10 +134,26 @@ def lore_table(claims, rules):
     return f"<table class='lore'>{head}{rows}</table>"
 
 
-def first_screen(claims, title, summary, rules):
-    """Title, the replication summary, the lore table and the counts: what the first screen holds."""
-    return (f"<h1>{esc(title)}</h1><p class='summary'>{esc(summary)}</p><h2 id='sec-lore' class='lore'>The studies "
-            f"the repository exists for</h2>{lore_table(claims, rules)}{counts_list(claims)}")
+def first_screen(claims, title, summary, rules, scale="", levels=None):
+    """Title, the replication summary, the scale line, the lore table, the levels table
+    (levels.method_levels) and the counts: what the first two screens hold."""
+    return (f"<h1>{esc(title)}</h1><p class='summary'>{esc(summary)}</p>"
+            + (f"<p class='scale'><b>Scale.</b> {esc(scale)}</p>" if scale else "")
+            + f"<h2 id='sec-lore' class='lore'>The studies the repository exists for</h2>{lore_table(claims, rules)}"
+            + (levels_table(levels, rules) if levels is not None and len(levels) else "") + counts_list(claims))
+
+
+def levels_table(levels, rules):
+    """What each method reached at its budget, benchmark style (levels.method_levels): one row per
+    method, its arm in small print, every cell escaped."""
+    columns = [c for c in levels.columns if c not in ("method", "arm")]
+    head = "<tr><th>method (arm)</th>" + "".join(f"<th>{esc(c)}</th>" for c in columns) + "</tr>"
+    rows = "".join(f"<tr><td><b>{esc(row['method'])}</b><br><small>{esc(row['arm'])}</small></td>"
+                   + "".join(f"<td>{esc(str(row[c]))}</td>" for c in columns) + "</tr>" for _, row in levels.iterrows())
+    return (f"<h2 id='sec-levels-first' class='lore'>What each method reached</h2><p class='scale'>Accuracy on h in %, "
+            f"mean over seeds [{esc(level_label(rules))} interval], at each method's budget; the first row is the "
+            "untrained encoder; CPU-minutes of the arm's whole run (every rung, training and evaluation).</p>"
+            f"<table class='levels-first'>{head}{rows}</table>")
 
 
 def definition_list(pairs, verdicts=False):
