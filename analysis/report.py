@@ -84,7 +84,7 @@ html(page.toc([("lore", "The studies"), ("levels", "What each arm reached"), ("l
                  ("provenance", "Provenance"), ("references", "References")]))
 primary = levels.primary_probe()
 html(page.first_screen(claims, "Contrastive learning lore, replicated in miniature",
-                       rc.replication_summary(claims, rd.miniature(), rc.compute()), registry.rules,
+                       rc.replication_summary(claims, "in miniature on a CPU (Scale, below)", rc.compute()), registry.rules,
                        scale=rd.scale_line(rd.load_deviations(), f"{rd.miniature()}; the primary probe on h: {primary}" if primary else rd.miniature()),
                        levels=levels.method_levels(levels.load_methods(), LEVEL)))
 

@@ -28,6 +28,10 @@ MEASURE = """<script>window.addEventListener('load', () => {
   const nav = document.querySelector('nav.toc');
   document.body.insertAdjacentHTML('beforeend', '<pre id="measured">' + JSON.stringify({
     height: document.documentElement.scrollHeight, summary: bottom('p.summary'), counts: bottom('ul.counts'),
+    scale: bottom('p.scale'), levels: bottom('table.levels-first'),
+    levels_rows: [...document.querySelectorAll('table.levels-first tr')].slice(1)
+      .map(r => r.querySelector('td b').textContent),
+    wide: document.documentElement.scrollWidth > window.innerWidth,
     first_screen: [...document.querySelectorAll('table.lore a')].filter(a => {
       const r = a.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight; })
       .map(a => a.textContent),
@@ -74,6 +78,15 @@ def measured(tmp_path_factory):
 def test_the_first_screen_holds_the_summary_and_the_five_studies(measured):
     assert measured["summary"] < HEIGHT
     assert set(STUDIES) <= set(measured["first_screen"]), measured["first_screen"]
+
+
+def test_the_first_two_screens_hold_the_scale_line_and_the_levels_table(measured):
+    """Absolute levels where verdicts are read (issue 57): the untrained encoder, the methods and the
+    supervised reference, with the scale line above, all within two screens and no sideways scroll."""
+    assert measured["scale"] < HEIGHT and measured["levels"] < 2 * HEIGHT, measured
+    rows = measured["levels_rows"]
+    assert rows[0].startswith("untrained") and "SimCLR (NT-Xent)" in rows and any("supervised" in r for r in rows), rows
+    assert not measured["wide"]
 
 
 def test_the_page_is_at_most_20_screens(measured):

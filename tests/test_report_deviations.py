@@ -201,3 +201,45 @@ def test_the_scale_names_the_datasets_the_studies_train_on(tmp_path):
     text = rd.miniature(resolved, data)
     assert "(glyphs, 100 classes; shapes, 10 classes)" in text and "digits" not in text
     assert "2,400 steps of 128 images" in text and "up to 9,600 steps" in text
+
+
+# ---------------------------------------------------------------- the levels table (analysis/levels.yaml)
+
+def test_the_levels_table_holds_the_untrained_encoder_then_each_method_with_its_intervals(tmp_path):
+    """Constructed records: two seeds of one arm at 40% and 60% (all labels): the mean 50.0 and its
+    t-interval; the untrained control first, without the all-label probe; a method without records
+    left out; its published figure beside it."""
+    from replication.judge.stats import t_interval
+    from replication.report import levels
+    protocol = {"labels_per_class": 20, "knn_k": 5}
+    for seed, full in ((0, 0.4), (1, 0.6)):
+        h = {"linear_full": full, "linear": full / 2, "knn": full / 4}
+        write_json(tmp_path / f"results/evaluate/s/a/seed_{seed}.json",
+              {"control": {"h": {"linear": 0.1, "knn": 0.05}}, "eval": {"h": h, "protocol": protocol},
+               "wall_s": 60.0, "threads": 1})
+        write_json(tmp_path / f"results/pretrain/s/a/seed_{seed}.json",
+              {"config": {"steps": 1000, "batch": 100}, "n_data": 10000, "wall_s": 120.0, "threads": 1})
+    methods = [levels.Method(method="A", arm="s/a", published="70% (paper)", source="P"),
+               levels.Method(method="B", arm="s/b")]
+    table = levels.method_levels(methods, 0.95, root=tmp_path)
+    assert list(table.method) == [levels.CONTROL, "A"]
+    low, high = t_interval([0.4, 0.6], 0.95)
+    row = table.iloc[1]
+    assert row.iloc[4] == f"50.0 [{100 * low:.1f}, {100 * high:.1f}]"
+    assert row["steps (epochs)"] == "1,000 (10)" and row["CPU-min"] == "6" and row["published"] == "70% (paper) (P)"
+    assert table.iloc[0].iloc[4] == "–" and table.iloc[0].iloc[5] == "10.0 [10.0, 10.0]"
+
+
+@pytest.mark.parametrize("text,said", [("methods: 3\n", "expected `methods:`"),
+                                       ("methods:\n  - {method: A, arm: no-slash}\n", "arm"),
+                                       ("methods:\n  - {method: A, arm: s/a, colour: red}\n", "colour"),
+                                       ("methods: [\n", "not valid YAML")])
+def test_a_bad_levels_file_is_one_line_naming_the_key(tmp_path, text, said):
+    from replication.report import levels
+    path = tmp_path / "levels.yaml"
+    path.write_text(text)
+    with pytest.raises(levels.LevelsError) as e:
+        levels.load_methods(path)
+    assert str(e.value).startswith(str(path)) and said in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(levels.LevelsError, match="missing"):
+        levels.load_methods(tmp_path / "absent.yaml")

@@ -20,7 +20,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(2)>'\"><b onmouseover=alert(3) x='"
 INPUTS = ["analysis/report.py", "analysis/claims.yaml", "analysis/cifar10_reference.yaml",
-          "analysis/deviations.yaml", "experiments/render_report.py",
+          "analysis/deviations.yaml", "analysis/levels.yaml", "experiments/render_report.py",
           "experiments/_interpreter.py", "resolved", "results", "reports/claims.json",
           "reports/summary.json", "reports/stage_times.json"]
 
@@ -117,6 +117,9 @@ def poisoned_copy(folder):
     stage_times.write_text(json.dumps({name: {**r, "cpu": r["cpu"] + PAYLOAD, "precision": PAYLOAD}
                                        for name, r in json.loads(stage_times.read_text()).items()}))
     poison_deviations(folder / "analysis" / "deviations.yaml")
+    methods = folder / "analysis" / "levels.yaml"
+    methods.write_text(yaml.safe_dump({"methods": [{k: (v if k == "arm" else v + PAYLOAD) for k, v in row.items()}
+                                                   for row in yaml.safe_load(methods.read_text())["methods"]]}))
     for path in (folder / "results").rglob("*.json"):
         poison_fields(path, {"cpu", "reason", "condition"} if "determinism" in path.name else {"cpu", "reason"})
     poison_fields(folder / "resolved" / "conditions.json", {"label"})

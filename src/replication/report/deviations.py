@@ -194,7 +194,7 @@ def miniature(resolved_root="resolved", data_root="data"):
     classes = {d: len(json.loads(Path(data_root, f"{d}.json").read_text())["classes"]) for d in datasets}
     conditions = json.loads(Path(resolved_root, "conditions.json").read_text())["conditions"].values()
     top = max(c["rungs"][-1] for c in conditions)
-    return (f"in miniature on a CPU: synthetic {size}x{size} images "
+    return (f"synthetic {size}x{size} images "
             f"({'; '.join(f'{d}, {n} classes' for d, n in classes.items())}), a three-layer CNN, "
             f"{default['steps']:,} steps of {default['batch']} images, ladder claims up to {top:,} steps")
 
@@ -204,9 +204,10 @@ SCALE_SETTINGS = ("dataset and image size", "encoder", "training length", "the p
 
 def scale_line(entries, ours):
     """One line of scale and protocol: `ours` (miniature() and the primary probe) against the papers'
-    values of the SCALE_SETTINGS entries of analysis/deviations.yaml."""
-    papers = {e.setting: e.paper for e in entries}
-    return f"Ours: {ours}. The papers: " + "; ".join(papers[s] for s in SCALE_SETTINGS if s in papers) + "."
+    values of the SCALE_SETTINGS entries of analysis/deviations.yaml (the first clause of each; the
+    setup table gives them whole)."""
+    papers = {e.setting: re.split(r"[:;]", e.paper)[0].strip() for e in entries}     # each value's first clause
+    return f"Ours, on a CPU: {ours}. The papers: " + "; ".join(papers[s] for s in SCALE_SETTINGS if s in papers) + "."
 
 
 def claim_links(entry, link):

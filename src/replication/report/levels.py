@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import pandas as pd
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import claims_view as rc
@@ -75,6 +76,11 @@ def load_methods(path=METHODS):
     """The rows of analysis/levels.yaml; LevelsError (one line naming the file and key) when malformed."""
     try:
         raw = load_yaml(Path(path).read_text())
+    except OSError:
+        raise LevelsError(f"{path}: missing; the report's levels table is read from it") from None
+    except yaml.YAMLError as e:                           # a key given twice included
+        raise LevelsError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
+    try:
         if not isinstance(raw, dict) or not isinstance(raw.get("methods"), list):
             raise LevelsError(f"{path}: expected `methods:`, a list of {{method, arm, published, source}}")
         return [Method(**row) if isinstance(row, dict) else Method(method=row) for row in raw["methods"]]
