@@ -42,14 +42,17 @@ def test_metrics_json_holds_the_same_verdicts(claims):
 def test_readme_the_report_and_claims_md_print_the_same_counts(claims):
     counted = rc.counts(claims)
     readme = (ROOT / "README.md").read_text()
-    for origin, what in (("literature", "Published claims"), ("document", "The documents' own examples")):
+    for origin in rc.ORIGINS:
         part = counted[origin]
-        assert f"- {what}: {part['claims']}, of which {part['judged']} judged (" in readme
-        line = re.search(rf"- {what}: .*", readme).group(0)
+        line = next(line for line in rc.counts_text(claims) if line.startswith(f"{part['claims']} {rc.ORIGINS[origin]}:"))
         assert all(f"{n} {verdict}" in line for verdict, n in part["verdicts"].items()), line
-    assert f"- Labels: {counted['labels']['robust']} robust, {counted['labels']['depends_on']} depending" in readme
+    assert f"Labels: {counted['labels']['robust']} robust, {counted['labels']['depends_on']} depending" in readme
+    labels = rc.counts_text(claims)[-1]
+    assert set(rc.LABEL_COUNTS) == set(counted["labels"])                 # every label summary.json counts
+    assert all(f"{counted['labels'][key]} {words}" in labels for key, words in rc.LABEL_COUNTS.items()), labels
     page = html.unescape(re.sub(r"<[^>]+>", "", (REPORTS / "report.html").read_text()))     # its text
     claims_md = (REPORTS / "claims.md").read_text()
     for line in rc.counts_text(claims):
+        assert f"- {line}" in readme, line
         assert line in page, line
         assert markdown.cell(line) in claims_md, line

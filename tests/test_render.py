@@ -290,3 +290,22 @@ def test_every_author_the_registry_cites_is_in_the_bibliography_with_a_link():
     assert cited and all(name in references for name in cited), cited - set(references.split())
     assert all(url.startswith(("https://arxiv.org/abs/", "https://doi.org/", "https://papers.nips.cc/"))
                for _, _, url in page.PAPERS)
+
+
+def test_a_null_that_holds_is_not_drawn_as_an_effect():
+    """A reproduced claim of no difference or of a failure reads as what held, in the shape and colour
+    of no effect, on the page, in claims.md and in the forest plot's rows; other claims are unchanged."""
+    from replication.report import claims_view as rc, figures, markdown, page
+    equal = {"id": "a", "verdict": "reproduced", "kind": "paired", "contrast": {"direction": "equal"}}
+    failure = {"id": "b", "verdict": "reproduced", "kind": "failure"}
+    effect = {"id": "c", "verdict": "reproduced", "kind": "paired", "contrast": {"direction": "greater"}}
+    undecided = {**equal, "verdict": "inconclusive"}
+    assert rc.verdict_words(equal) == "reproduced: no difference, as claimed"
+    assert rc.verdict_words(failure) == "reproduced: the arm fails, as claimed"
+    assert rc.verdict_words(effect) == "reproduced" and rc.verdict_words(undecided) == "inconclusive"
+    assert page.verdict_badge(equal).startswith("<span class='v null'>◆ reproduced: no difference")
+    assert page.verdict_badge(effect) == page.badge("reproduced")
+    assert markdown.verdict(equal).startswith("**reproduced: no difference, as claimed**")
+    with_effect = {**equal, "effect_scale": 100, "effect_unit": " points",
+                   "contrast": {"direction": "equal", "diff_mean": 0.001, "diff_ci95": [-0.01, 0.012], "margin": 0.02}}
+    assert [r["null"] for r in figures.forest_rows([with_effect])] == [True]

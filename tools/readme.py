@@ -20,6 +20,7 @@ import numpy as np
 
 from replication.io import require_inside
 from replication.judge.record import CLAIMS, RecordError, as_dicts, read_claims
+from replication.report.claims_view import counts_text
 from replication.report.headroom import headroom
 from replication.report.deviations import REFERENCE_ARM
 from tools.timing import RECORD as TIMING, TRAINING
@@ -93,18 +94,8 @@ def figures_block():
     if tiny:
         by = ", ".join(f"{r['threads']} thread(s) {r['wall_s']:.0f} s" for r in tiny["by_threads"])
         lines.append(f"- The article's tiny SimCLR, one run: {by}.")
-    summary = _load("reports/summary.json")
-    if summary:
-        for origin, what in (("literature", "Published claims"), ("document", "The documents' own examples")):
-            part = summary[origin]
-            counts = ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in part["verdicts"].items())
-            lines.append(f"- {what}: {part['claims']}, of which {part['judged']} judged ({counts}); "
-                         f"{part['not_tested']} not tested.")
-        labels = summary["labels"]
-        lines.append(f"- Labels: {labels['robust']} robust, {labels['depends_on']} depending on a choice, "
-                     f"{labels['post_hoc']} post hoc, {labels['calibrated']} calibrated (never counted as "
-                     f"reproduced), {labels['not_converged']} not converged.")
     claims = as_dicts(read_claims()) if Path(CLAIMS).exists() else []
+    lines += [f"- {line}" for line in counts_text(claims)] if claims else []     # as claims.md and the report
     ladder = [c for c in claims if c.get("ladder")]
     if ladder:
         trends = {}

@@ -144,7 +144,7 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
      "doubling, the other compute bases where rungs allow, the gain over step 0, Benjamini-Hochberg; `robust` when "
      "all agree, a probe that decides the other way named (`reverses on ...`), else `depends on: ...`",
      "judge/robustness.py"),
-    ("labels", "`calibrated` (the setup was tuned to the figure: never counted as reproduced), `realisation` (judged "
+    ("labels", "`calibrated` (the setup was tuned to the figure: never counted as judged), `realisation` (judged "
      "against float realisations of one seed), `post hoc` (a rule changed after the registration moved it: shown "
      "beside the verdict the frozen rule gives), `not converged`, `unstable` (half a standard error moves the "
      f"verdict, by the claim's own rule), `{RULED_OUT}` (inconclusive, the published size outside the interval), "

@@ -259,12 +259,16 @@ def counts_text(claims):
         lines.append(f"{part['claims']} {title}: {part['judged']} judged ({verdicts or 'none'}); "
                      f"{part['not_tested']} not tested" + (f"; {calibrated} calibrated" if calibrated else "") + ".")
     labels = found["labels"]
-    lines.append(f"Labels: {labels['robust']} robust, {labels['depends_on']} depending on a choice, "
-                 f"{labels['reversed']} reversed by a probe, {labels['ruled_out']} undecided with the published "
-                 f"size ruled out, {labels['stand_in']} read on a stand-in probe, "
-                 f"{labels['post_hoc']} post hoc, {labels['calibrated']} calibrated (never counted as judged), "
-                 f"{labels['not_converged']} not converged, {labels['unstable']} unstable.")
+    lines.append("Labels: " + ", ".join(f"{labels[key]} {words}" for key, words in LABEL_COUNTS.items()) + ".")
     return lines
+
+
+# every label summary.json counts (judge.judge.summary's keys), in the words each page prints
+LABEL_COUNTS = {"robust": "robust", "depends_on": "depending on a choice", "reversed": "reversed by a probe",
+                "ruled_out": "undecided with the published size ruled out", "stand_in": "read on a stand-in probe",
+                "post_hoc": "post hoc", "calibrated": "calibrated (never counted as judged)",
+                "not_converged": "not converged", "unstable": "unstable",
+                "realisation": "judged against realisations of one seed", "underdetermined": "underdetermined"}
 
 
 def compute(root="."):
@@ -323,6 +327,22 @@ def by_section(claims, sections):
     grouped = [(titled.get(name, {"id": name, "title": name}), [c for c in claims if c["section"] == name])
                for name in order]
     return [(section, members) for section, members in grouped if members]
+
+
+def null_reading(claim):
+    """What held, for a reproduced claim of no difference (a paired claim with direction `equal`) or
+    of a failure (kind `failure`): shown beside the verdict, in the colour of no effect, so that a
+    null that holds is not read as an effect; None for every other claim."""
+    if claim.get("verdict") != REPRODUCED:
+        return None
+    if claim.get("kind") == "failure":
+        return "the arm fails, as claimed"
+    return "no difference, as claimed" if (claim.get("contrast") or {}).get("direction") == "equal" else None
+
+
+def verdict_words(claim):
+    """The verdict as every page prints it: with null_reading where a null holds."""
+    return f"{claim['verdict']}: {null_reading(claim)}" if null_reading(claim) else claim["verdict"]
 
 
 def lore(claims):

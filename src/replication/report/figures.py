@@ -17,8 +17,8 @@ import numpy as np
 
 from contrastive.train import augment_options as train_augment_options
 
-from ..judge.verdicts import NOT_TESTED, STYLE, rank as verdict_rank
-from .claims_view import number, our_effect, published_effect, scale_unit
+from ..judge.verdicts import NO_EFFECT, NOT_TESTED, REPRODUCED, STYLE, rank as verdict_rank
+from .claims_view import null_reading, number, our_effect, published_effect, scale_unit
 
 def svg_markup(fig, alt, key):
     """The figure as inline SVG markup labelled with `alt`; its ids carry the prefix `key` so that
@@ -58,7 +58,8 @@ def forest_rows(claims):
         effect = our_effect(claim)
         if effect is None or effect["lo"] is None or effect["hi"] is None:
             continue
-        rows.append({"claim": claim["id"], "verdict": claim["verdict"], "effect": effect["mean"], "lo": effect["lo"],
+        rows.append({"claim": claim["id"], "verdict": claim["verdict"], "null": bool(null_reading(claim)),
+                     "effect": effect["mean"], "lo": effect["lo"],
                      "hi": effect["hi"], "margin": effect["margin"] or 0, "unit": effect["unit"].strip(),
                      "published": published_effect(claim)})
     return sorted(rows, key=lambda r: (r["unit"] != "points", r["unit"], verdict_rank(r["verdict"]), -r["effect"]))
@@ -77,7 +78,7 @@ def forest_plot(claims):
         mine = [r for r in rows if r["unit"] == unit]
         ax.axvline(0, color="grey", lw=0.8)
         for y, r in zip(range(len(mine) - 1, -1, -1), mine):
-            colour, marker = STYLE.get(r["verdict"], ("#999999", "x"))
+            colour, marker = STYLE[NO_EFFECT] if r["null"] else STYLE.get(r["verdict"], ("#999999", "x"))
             ax.barh(y, 2 * r["margin"], left=-r["margin"], height=0.8, color="#e6e6e6", zorder=0)
             line, = ax.plot([r["lo"], r["hi"]], [y, y], color=colour, lw=2)
             point, = ax.plot([r["effect"]], [y], marker, color=colour, ms=5,
@@ -96,7 +97,10 @@ def forest_plot(claims):
         ax.set_xlabel(UNITS.get(unit, f"effect in {unit}" if unit else OWN_UNIT), fontsize=9)
         ax.grid(axis="x", alpha=0.3)
     handles = [plt.Line2D([], [], color=c, marker=m, lw=2, label=v) for v, (c, m) in STYLE.items()
-               if v != NOT_TESTED and any(r["verdict"] == v for r in rows)]
+               if v != NOT_TESTED and any(r["verdict"] == v and not r["null"] for r in rows)]
+    if any(r["null"] for r in rows):       # a null that holds, drawn as no effect
+        handles.append(plt.Line2D([], [], color=STYLE[NO_EFFECT][0], marker=STYLE[NO_EFFECT][1], lw=2,
+                                  label=f"{REPRODUCED}: a null that holds"))
     handles += [plt.Line2D([], [], color="black", marker="|", ms=10, mew=2, lw=0, label="published effect"),
                 plt.Rectangle((0, 0), 1, 1, color="#e6e6e6", label="inside the margin")]
     fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=9, frameon=False)

@@ -42,7 +42,7 @@ def measured(claim):
 def verdict(claim):
     """The verdict in bold (the original one where it changed), the magnitude comparison and the labels."""
     was = rc.original_verdict(claim)
-    parts = [f"**{cell(claim['verdict'])}**" + (f" (was {cell(was)})" if was != claim["verdict"] else "")]
+    parts = [f"**{cell(rc.verdict_words(claim))}**" + (f" (was {cell(was)})" if was != claim["verdict"] else "")]
     return "; ".join(parts + [cell(t) for t in (rc.magnitude_text(claim), ", ".join(rc.tags(claim))) if t])
 
 
@@ -53,7 +53,7 @@ def row(claim, rules):
 
 def lore_row(study, claim):
     return (f"| **{cell(study)}** {code(claim['id'])} | {cell(rc.published_text(claim))} "
-            f"({cell(rc.published_setting(claim))}) | {measured(claim)} | **{cell(claim['verdict'])}**"
+            f"({cell(rc.published_setting(claim))}) | {measured(claim)} | **{cell(rc.verdict_words(claim))}**"
             + (f"; {cell(rc.magnitude_text(claim))}" if rc.magnitude_text(claim) else "")
             + f" | {cell(', '.join(rc.tags(claim)) or None)} |")
 

@@ -9,7 +9,7 @@ from collections import Counter
 from . import claims_view as rc
 from .claims_view import slug
 from ..judge.registration import amends, path_of
-from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, RULED_OUT, SHAPE, TREND_RULES, level_label, rank,
+from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, NO_EFFECT, RULED_OUT, SHAPE, TREND_RULES, level_label, rank,
                               verdict_rules)
 
 DOCUMENTS = [   # the three source documents, by their titles
@@ -95,6 +95,14 @@ def badge(verdict):
     return f"<span class='v {CLASS.get(verdict, 'grey')}'>{SHAPE.get(verdict, '·')} {esc(verdict)}</span>"
 
 
+def verdict_badge(claim):
+    """A claim's verdict as badge() draws it, except a null that holds (claims_view.null_reading):
+    the shape and colour of no effect, with what held."""
+    if not rc.null_reading(claim):
+        return badge(claim.get("verdict"))
+    return f"<span class='v {CLASS[NO_EFFECT]}'>{SHAPE[NO_EFFECT]} {esc(rc.verdict_words(claim))}</span>"
+
+
 def link(claim):
     return f"<a href='#claim-{slug(claim['id'])}'><code>{esc(claim['id'])}</code></a>"
 
@@ -128,7 +136,7 @@ def lore_table(claims, rules):
     rows = "".join(
         f"<tr><td><b>{esc(study)}</b><br>{link(c)}</td><td>{esc(rc.published_text(c))}<br><small>"
         f"{esc(rc.published_setting(c))}</small></td><td>{esc(rc.ours(c))}<br><small>"
-        f"{esc(at_text(c))}, {esc(runs_text(c))}</small></td><td>{badge(c['verdict'])}"
+        f"{esc(at_text(c))}, {esc(runs_text(c))}</small></td><td>{verdict_badge(c)}"
         + (f"<br><small>{esc(rc.magnitude_text(c))}</small>" if rc.magnitude_text(c) else "")
         + f"</td><td><small>{esc(', '.join(rc.tags(c)) or '–')}</small></td></tr>" for study, c in rc.lore(claims))
     return f"<table class='lore'>{head}{rows}</table>"
@@ -189,7 +197,7 @@ def index_table(claims, rules):
         was = rc.original_verdict(c)
         before = f" <small>(was {esc(was)})</small>" if was != c["verdict"] else ""
         before += f"<br><small>{esc(rc.magnitude_text(c))}</small>" if rc.magnitude_text(c) else ""
-        rows.append(f"<tr><td>{link(c)}</td><td>{badge(c['verdict'])}{before}</td><td>{esc(rc.published_text(c))}</td>"
+        rows.append(f"<tr><td>{link(c)}</td><td>{verdict_badge(c)}{before}</td><td>{esc(rc.published_text(c))}</td>"
                     f"<td>{esc(ours_text(c))}</td><td>{esc(at_text(c))}</td><td>{esc(runs_text(c))}</td>"
                     f"<td>{esc(', '.join(rc.tags(c)) or '–')}</td></tr>")
     return f"<table class='index'>{head}{''.join(rows)}</table>"
@@ -321,7 +329,7 @@ def claim_details(claim, shared):
     rows.append(("note", esc(rc.note_without_effect(claim.get("note")) or "–")))
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return (f"<details class='claim' id='claim-{slug(claim['id'])}'><summary><code>{esc(claim['id'])}</code> "
-            f"{badge(claim['verdict'])} {esc(claim['statement'])}</summary><table class='detail'>{table}</table>"
+            f"{verdict_badge(claim)} {esc(claim['statement'])}</summary><table class='detail'>{table}</table>"
             f"{robustness_table(claim)}{amendment_list(claim, shared)}</details>")
 
 
@@ -404,7 +412,7 @@ def post_registration_table(claims, run=1):
         frozen = badge(c["frozen_verdict"]) if c.get("frozen_verdict") else "– (not registered: a claim new since)"
         what = "<br>".join(f"{esc(a.get('date'))}: <b>what</b>: {esc(a.get('what'))} <b>why</b>: {esc(a.get('why'))}"
                            for a in late) or "–"
-        rows.append(f"<tr><td>{link(c)}</td><td>{what}</td><td>{badge(c['verdict'])}</td><td>{frozen}</td></tr>")
+        rows.append(f"<tr><td>{link(c)}</td><td>{what}</td><td>{verdict_badge(c)}</td><td>{frozen}</td></tr>")
     if not rows:
         return "<p>No rule has been amended since the registration.</p>"
     moved = sum(c.get("frozen_verdict") not in (None, c["verdict"]) for c in claims)
