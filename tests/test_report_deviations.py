@@ -19,7 +19,7 @@ from helpers import a_judged_claim
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = ["dataset and image size", "encoder", "optimiser and schedule", "learning rate against batch size",
             "batch sizes", "training length", "crop scale", "colour jitter strength", "blur", "temperature",
-            "projection head width", "the probe", "batch normalisation across devices", "MoCo queue length",
+            "projection head width", "the probe", "batch normalisation across devices", "MoCo's horizons (queue span, momentum)",
             "precision", "SigLIP's setting"]
 
 
@@ -145,11 +145,11 @@ def record(folder, study, condition, seed, precision=None, n_data=20000, n_class
 def test_derived_facts_come_from_the_run_records(tmp_path):
     study, arm = rd.REFERENCE_ARM
     record(tmp_path, Path(study).name, arm, 0)              # a record of the first run: no precision field, fp32
-    facts = rd.derived_facts(tmp_path / "results")
+    facts = rd.derived_facts(tmp_path / "results", tmp_path / "resolved")
     assert facts == {"precision": "fp32", "train_images": 20000, "classes": 100, "epochs": 1.9}
     record(tmp_path, "other", "arm", 0, "bf16")
     assert rd.derived_facts(tmp_path / "results")["precision"] == "bf16 and fp32"
-    assert rd.derived_facts(tmp_path / "none") == {}
+    assert rd.derived_facts(tmp_path / "none", tmp_path / "none") == {}
 
 
 def test_the_committed_file_covers_every_required_setting_with_known_claims():
@@ -243,3 +243,20 @@ def test_a_bad_levels_file_is_one_line_naming_the_key(tmp_path, text, said):
     assert str(e.value).startswith(str(path)) and said in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(levels.LevelsError, match="missing"):
         levels.load_methods(tmp_path / "absent.yaml")
+
+
+def test_mocos_horizons_are_read_in_steps_from_the_resolved_configuration(tmp_path):
+    """K / batch and 1 / (1 - m) against the arm's last rung, on constructed resolved files; the
+    rule is shown before our value in both renderings."""
+    moco = {"method": "moco", "queue": 1024, "batch": 64, "momentum": 0.99, "steps": 2400, "ladder": [4800]}
+    write_json(tmp_path / "pretrain/moco_momentum.json",
+               {"conditions": {"moco_m0999": moco, "moco_m0": {**moco, "momentum": 0.0, "queue": 2048}}})
+    write_json(tmp_path / "pretrain/simclr_mocov2.json",
+               {"conditions": {"mocov2": {**moco, "batch": 128, "queue": 4096, "ladder": []}}})
+    facts = rd.horizon_facts(tmp_path)
+    assert facts == {"moco_span": 16, "moco_horizon": 100, "moco_share": 2, "moco_span_max": 32,
+                     "mocov2_span": 32, "mocov2_horizon": 100, "mocov2_share": 4}
+    assert rd.horizon_facts(tmp_path / "none") == {}
+    row = {"rule": "K = 16 x batch", "ours": "K = 1,024"}
+    assert rd._with_rule(row, str) == "rule: K = 16 x batch; ours: K = 1,024"
+    assert rd._with_rule({"rule": None, "ours": "x"}, str) == "x"

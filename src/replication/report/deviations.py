@@ -56,6 +56,7 @@ class Deviation(BaseModel):
     paper: Text                                # the paper's value
     source: Text                               # where the paper gives it: "SimCLR, Sec. 2.3"
     ours: Annotated[str, AfterValidator(_read_never_typed)]
+    rule: Text | None = None                   # how a horizon-type setting crosses from the paper's run to ours
     why: Text
     claims: Annotated[list[Text], Field(min_length=1)] | Literal["all trained"]   # ALL_TRAINED
 
@@ -160,15 +161,16 @@ def resolve_deviations(entries, claim_ids, resolved_root="resolved", derived=Non
     return rows
 
 
-def derived_facts(results_root="results"):
+def derived_facts(results_root="results", resolved_root="resolved"):
     """Facts of the run that no single resolved value holds, for {derived:name} placeholders:
     precision: every pretraining run's arithmetic, as its record says (fp32 where a record predates
     the field: the first registered run trained in fp32 only);
     train_images, classes: the reference arm's training set (from its run records);
-    epochs: the reference arm's top rung in passes over that set (steps x batch / train_images).
-    A fact the files cannot give is left out (a placeholder naming it is then an error)."""
+    epochs: the reference arm's top rung in passes over that set (steps x batch / train_images);
+    and MoCo's horizons (horizon_facts). A fact the files cannot give is left out (a placeholder
+    naming it is then an error)."""
     file, condition = REFERENCE_ARM
-    facts = {}
+    facts = horizon_facts(resolved_root)
     precisions = {json.loads(path.read_text()).get("precision", "fp32")
                   for path in Path(results_root, "pretrain").glob("*/*/seed_*.json")}
     if precisions:
@@ -179,6 +181,30 @@ def derived_facts(results_root="results"):
         cfg = record["config"]
         facts.update(train_images=record["n_data"], classes=record["n_classes"],
                      epochs=round(max([cfg["steps"], *cfg.get("ladder", [])]) * cfg["batch"] / record["n_data"], 1))
+    return facts
+
+
+HORIZON_ARMS = {"moco": ("pretrain/moco_momentum", "moco_m0999"), "mocov2": ("pretrain/simclr_mocov2", "mocov2")}
+
+
+def horizon_facts(resolved_root="resolved"):
+    """MoCo's horizons in the resolved configuration, for each arm of HORIZON_ARMS (its name as the
+    prefix): `_span`, the steps the queue spans (K / batch); `_horizon`, the steps the key encoder
+    averages over at its momentum (1 / (1 - m)); `_share`, that horizon as a share of the arm's run
+    (its last rung), in %. moco_span_max: the longest span among the momentum study's MoCo arms."""
+    facts = {}
+    for name, (file, condition) in HORIZON_ARMS.items():
+        path = Path(resolved_root, f"{file}.json")
+        if not path.exists():
+            continue
+        conditions = json.loads(path.read_text())["conditions"]
+        cfg = conditions[condition]
+        horizon = 1 / (1 - cfg["momentum"]) if cfg["momentum"] < 1 else float("inf")
+        facts.update({f"{name}_span": round(cfg["queue"] / cfg["batch"], 1), f"{name}_horizon": round(horizon),
+                      f"{name}_share": round(100 * horizon / max([cfg["steps"], *cfg.get("ladder", [])]))})
+        if name == "moco":
+            facts["moco_span_max"] = max(round(c["queue"] / c["batch"], 1) for c in conditions.values()
+                                         if c["method"] == "moco")
     return facts
 
 
@@ -217,6 +243,11 @@ def claim_links(entry, link):
     return ", ".join(link(c) for c in entry["claims"])
 
 
+def _with_rule(row, escape):
+    """Our value, after the rule that maps the paper's value to it where the entry states one."""
+    return (f"rule: {escape(row['rule'])}; ours: " if row.get("rule") else "") + escape(row["ours"])
+
+
 def deviations_html(rows):
     """The setup table as HTML, folded under a summary that names every setting (the page keeps its
     visible words few): the setting, the papers' value beside ours, why we differ, and the claims it
@@ -226,7 +257,7 @@ def deviations_html(rows):
     for r in rows:
         claims = claim_links(r, lambda c: f"<a href='#claim-{slug(c)}'><code>{esc(c)}</code></a>")
         body.append(f"<tr><th>{esc(r['setting'])}</th><td>{esc(r['paper'])} <small>({esc(r['source'])})</small></td>"
-                    f"<td>{esc(r['ours'])}</td><td>{esc(r['why'])}</td><td>{claims}</td></tr>")
+                    f"<td>{_with_rule(r, esc)}</td><td>{esc(r['why'])}</td><td>{claims}</td></tr>")
     settings = "; ".join(esc(r["setting"]) for r in rows)
     return (f"<details class='deviations'><summary>The {len(rows)} settings in which the study differs from the "
             f"papers, the papers' values beside ours: {settings}</summary><table class='deviations'>{head}"
@@ -238,7 +269,7 @@ def deviations_markdown(rows):
     lines = ["| setting | the papers | ours | why | claims it can affect |", "|---|---|---|---|---|"]
     for r in rows:
         claims = claim_links(r, code)
-        lines.append(f"| {cell(r['setting'])} | {cell(r['paper'])} ({cell(r['source'])}) | {cell(r['ours'])} | "
+        lines.append(f"| {cell(r['setting'])} | {cell(r['paper'])} ({cell(r['source'])}) | {_with_rule(r, cell)} | "
                      f"{cell(r['why'])} | {claims} |")
     return ("## Setup: where this study differs from the papers\n\n"
             "Our values are read from the resolved configuration (resolved/) when the report is rendered; the "
