@@ -58,7 +58,7 @@ def test_a_decision_at_stage_one_is_never_revisited():
 @pytest.mark.parametrize("diffs", [[0.1, 0.9, 0.5, 0.7, 0.3], [1.0, 1.2, 0.8, 1.1, 0.9], [0.5, 0.52, 0.48, 0.5, 0.51],
                                    [-2.0, 1.0, 3.0, -1.0, 0.5], [0.0, 0.0, 0.0, 0.0, 0.0]])
 def test_the_selection_reads_the_seeds_needed_estimate(diffs):
-    needed = verdicts.seeds_needed(diffs, 0.5, {"alpha": ALPHA})
+    needed = verdicts.seeds_needed(diffs, 0.5, {"alpha": ALPHA, "max_seeds": 50})
     assert bool(sequential.settles_within(diffs, 0.5, ALPHA, 15)) == (needed is not None and needed <= 15)
 
 
@@ -74,3 +74,51 @@ def test_the_rule_selects_undecided_contrasts_that_fifteen_seeds_would_settle():
     chosen = sequential.select(judged, claims, DESIGN, conditions_of)
     assert chosen == [{"id": "x", "a": "a", "b": "b", "seeds_needed": 12, "conditions": ["c_a", "c_b1", "c_b2"],
                        "seeds": list(range(5, 15))}]
+
+
+# ---------------------------------------------------------------- wired into the judging of a contrast
+
+def judged_contrast(diffs, rules):
+    """kinds._contrast of arms a and b whose per-seed differences are `diffs` (b at 0.5)."""
+    from replication.judge import kinds
+    claim = {"margin": 0.02, "direction": "greater", "arms": {"a": {"key": "eval.h.linear"}, "b": {"key": "eval.h.linear"}},
+             "b": "b", "published_effect_value": None}
+    by_seed = {"a": {s: 0.5 + d for s, d in enumerate(diffs)}, "b": {s: 0.5 for s in range(len(diffs))}}
+    return kinds._contrast(claim, "a", "b", by_seed, {}, rules)
+
+
+def t_of(diffs, margin=0.02):
+    n = len(diffs)
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    return (mean - margin) / (sd / math.sqrt(n))
+
+
+STAGE_ONE = [0.020, 0.030, 0.038, 0.046, 0.056]       # t = 2.89 on 4 df: beyond t_0.975 (2.78), not beyond c1 (3.61)
+
+
+def test_stage_one_decides_at_c1_under_a_registered_design_and_at_t_without_one():
+    from scipy import stats
+    c1, _ = sequential.boundaries(DESIGN, ALPHA)
+    assert stats.t.isf(ALPHA, 4) < t_of(STAGE_ONE) < c1
+    plain = judged_contrast(STAGE_ONE, {"alpha": ALPHA, "max_seeds": 50})
+    designed = judged_contrast(STAGE_ONE, {"alpha": ALPHA, "max_seeds": 50, "sequential": DESIGN})
+    assert plain["verdict"] == verdicts.REPRODUCED and designed["verdict"] == verdicts.INCONCLUSIVE
+    # the interval shown is the one that decided: wider under the design, its lower bound at or below the margin
+    assert designed["diff_ci95"][0] <= 0.02 < plain["diff_ci95"][0]
+
+
+def test_stage_two_decides_at_c2_and_never_revisits_a_stage_one_decision():
+    from scipy import stats
+    _, c2 = sequential.boundaries(DESIGN, ALPHA)
+    rules = {"alpha": ALPHA, "max_seeds": 50, "sequential": DESIGN}
+    more = STAGE_ONE + [0.024, 0.028, 0.032, 0.036, 0.040, 0.044, 0.026, 0.030, 0.034, 0.038]
+    assert t_of(more) > c2
+    assert judged_contrast(more, rules)["verdict"] == verdicts.REPRODUCED
+    decided = [0.050, 0.052, 0.054, 0.056, 0.058]            # t far beyond c1 at stage 1
+    against = decided + [-0.2] * 10                           # stage 2's seeds would say otherwise
+    assert judged_contrast(decided, rules)["verdict"] == verdicts.REPRODUCED
+    kept = judged_contrast(against, rules)
+    assert kept["verdict"] == verdicts.REPRODUCED and len(kept["seeds"]) == 5
+    assert sequential.look({"alpha": ALPHA}, 5) == {"alpha": ALPHA}
+    assert sequential.look(rules, 15)["alpha"] == pytest.approx(stats.t.sf(c2, 14))

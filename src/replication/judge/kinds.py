@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from . import gates, stats, verdicts
+from . import gates, sequential, stats, verdicts
 from .probes import ON_LOGIT_SCALE
 from .measure import (InputError, at_step, best_of, conditions_of, dig, failed_runs, flatten, in_path_form, key_of,
                       measure, measure_by_seed, parts, patterns, read_record, realisations, record_paths,
@@ -329,9 +329,19 @@ def _paired_arms(claim, out, notes, root, rules):
 
 
 def _contrast(claim, a, b, by_seed, untrained, rules):
-    """One contrast a - b (signed by the claim's direction), decided against the margin."""
+    """One contrast a - b (signed by the claim's direction), decided against the margin; under a
+    registered sequential design, at the look its seeds make (sequential.look), a stage-2 contrast
+    first decided on its stage-1 seeds, whose decision is never revisited."""
     margin, direction = claim["margin"], claim["direction"]
     seeds = [s for s in by_seed[a] if s in by_seed[b]]
+    design = rules.get("sequential")
+    if design and len(seeds) == sequential.seeds(design)[1]:
+        first = set(sorted(seeds)[:sequential.seeds(design)[0]])
+        at_first = _contrast(claim, a, b, {arm: {s: v for s, v in values.items() if s in first}
+                                           for arm, values in by_seed.items()}, untrained, rules)
+        if at_first["verdict"] != INCONCLUSIVE:
+            return at_first
+    rules = sequential.look(rules, len(seeds))
     c = {"a": a, "b": b, "direction": direction, "margin": margin, "basis": claim.get("basis", "equal steps"),
          "seeds": seeds, "metric_key": key_of(claim["arms"][a])}
     if len(seeds) < 2:

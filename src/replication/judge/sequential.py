@@ -18,8 +18,8 @@ margin the t-statistics do not depend on the mean or the SD). Selection only rem
 continuations, so it can only lower the error; tests/test_sequential.py checks the design's type I
 error and power on constructed data. A decision at stage 1 is never revisited (decide).
 
-Under this design stage 1 decides at c1, not at t_{1 - alpha}: the stage-1 verdicts of registration
-3 are read with it. Values proposed for registration 3 (rules.sequential in analysis/claims.yaml):
+Under this design stage 1 decides at c1, not at t_{1 - alpha}: kinds._contrast decides every paired
+contrast at its look (look: the alpha each look spends, so its interval is the one that decided). Values proposed for registration 3 (rules.sequential in analysis/claims.yaml):
     stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock
 (alpha 0.025: stage 1 at 0.0113 one-sided, t_4 critical 3.61; stage 2 with 15 seeds at t_14 2.31).
 """
@@ -102,6 +102,23 @@ def decide(diffs, margin, direction, design, alpha):
     if d.shape[-1] < n2:
         return first
     return np.where(first == INCONCLUSIVE, decide_at(d[..., :n2], margin, direction, c2), first)
+
+
+def look(rules, n):
+    """The rules a paired contrast over n seeds is decided by under the registered design
+    (rules.sequential): at stage 1 (n1 seeds) alpha is the error alpha(t1) it spends, at stage 2 (n2
+    seeds) the one-sided error of c2 on n2 - 1 degrees of freedom, so that deciding by p < alpha is
+    deciding by t > c1 or t > c2, and the interval shown (1 - 2 alpha) is the one that decided.
+    Without a design, or at another count of seeds, the rules as they are."""
+    design = rules.get("sequential")
+    if not design:
+        return rules
+    n1, n2 = seeds(design)
+    if n == n1:
+        return {**rules, "alpha": spent(design, rules["alpha"])}
+    if n == n2:
+        return {**rules, "alpha": float(stats.t.sf(boundaries(design, rules["alpha"])[1], n2 - 1))}
+    return rules
 
 
 def select(judged, claims, design, conditions_of):
