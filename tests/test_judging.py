@@ -189,6 +189,21 @@ def test_a_probe_that_only_weakens_the_verdict_is_a_dependence_not_a_reversal(tm
     assert "reversals" not in judged["robustness"] and not any(t.startswith("reverses") for t in judged["labels"])
 
 
+def test_probes_that_decide_one_way_around_an_undecided_primary_are_named_with_their_decision(tmp_path):
+    """The primary probe cannot decide; kNN on centred features and weighted kNN both put a 10 points
+    below b: named 'contradicted on ...' with their figures, not folded into 'depends on: probe'."""
+    noisy = [0.60, 0.70, 0.50, 0.65, 0.55]
+    records(tmp_path, "a", {300: {"linear": noisy, "knn_centred": BASE, "wknn": BASE}})
+    records(tmp_path, "b", {300: {"linear": BASE, "knn_centred": up(BASE, 0.1), "wknn": up(BASE, 0.1)}})
+    judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, effect_scale=100, effect_unit=" points",
+                         arms={"a": arm("a"), "b": arm("b")}), tmp_path)
+    assert judged["verdict"] == "inconclusive" and "reversals" not in judged["robustness"]
+    assert judged["robustness"]["decided_on"] == ["contradicted on centred kNN: -10 [-10, -10] points",
+                                                  "contradicted on weighted kNN: -10 [-10, -10] points"]
+    assert judged["robustness"]["decided_on"][0] in judged["labels"]
+    assert not any(t.startswith("depends on") for t in judged["labels"]), judged["labels"]
+
+
 def test_probes_that_decide_both_ways_around_an_undecided_primary_are_named(tmp_path):
     noisy = [0.60, 0.70, 0.50, 0.65, 0.55]
     records(tmp_path, "a", {300: {"linear": noisy, "knn_centred": BASE, "wknn": up(BASE, 0.1)}})

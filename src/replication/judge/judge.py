@@ -86,6 +86,7 @@ def _labels(claim, out, run):
     robust = out.get("robustness") or {}
     labels += [robust["label"]] if robust.get("label") else []
     labels += robust.get("reversals") or []
+    labels += robust.get("decided_on") or []
     if (out.get("primary") or {}).get("stand_in_for"):
         labels.append(verdicts.stand_in_label(probes.NAMES[out["primary"]["probe"]]))
     if verdicts.ruled_out(out["verdict"], out.get("contrasts") or [out.get("contrast") or {}]):
@@ -231,6 +232,7 @@ def summary(judged):
     out["labels"]["depends_on"] = sum(label.startswith("depends on") for label in labels)
     out["labels"]["reversed"] = sum(any(label.startswith("reverses on") for label in c.get("labels", []))
                                     for c in judged)
+    out["labels"]["decided_on"] = sum(bool((c.get("robustness") or {}).get("decided_on")) for c in judged)
     out["labels"]["stand_in"] = sum(label.startswith("read on") for label in labels)
     out["labels"]["ruled_out"] = labels.count(verdicts.RULED_OUT)
     return out

@@ -232,6 +232,7 @@ class Robustness(Record):
     label, and every alternative (robustness.py)."""
     label: str | None
     reversals: list[str] | None = None
+    decided_on: list[str] | None = None       # probes that decide an undecided primary, with their decision
     alternatives: list[Alternative]
 
 

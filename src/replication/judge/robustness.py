@@ -18,7 +18,8 @@ re-run with one choice changed at a time (rules.robustness):
                   contrast of their gains over step 0
     multiplicity  Benjamini-Hochberg: a decided verdict stands only with its q-value below alpha
 A claim is `robust` when every alternative gives the primary verdict; a probe that decides it the
-other way (verdicts.reversals) is named with its figure (`reverses on weighted kNN: ...`); the
+other way (verdicts.reversals) is named with its figure (`reverses on weighted kNN: ...`), as is a
+probe that decides an undecided primary (`contradicted on kNN: ...`, verdicts.decided_elsewhere); the
 other choices that change it only weaken it: `depends on: <those choices>`.
 """
 
@@ -47,15 +48,18 @@ def panel(claim, verdict, found, q_bh, rules):
     found = [*found, {"dimension": "multiplicity", "choice": "Benjamini-Hochberg",
                       "verdict": verdicts.multiplicity_verdict(verdict, q_bh, rules["alpha"])}]
     reversing = verdicts.reversals(verdict, found)
+    deciding = verdicts.decided_elsewhere(verdict, found, reversing)
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
     named = [verdicts.reverses_label(probes.NAMES[a["choice"]], a, scale, unit) for a in reversing]
-    return {"label": label(verdict, found, reversing), **({"reversals": named} if named else {}),
-            "alternatives": found}
+    decided = [verdicts.decided_on_label(probes.NAMES[a["choice"]], a, scale, unit) for a in deciding]
+    return {"label": label(verdict, found, reversing + deciding), **({"reversals": named} if named else {}),
+            **({"decided_on": decided} if decided else {}), "alternatives": found}
 
 
 def label(primary_verdict, alternatives, reversing=()):
     """'robust', or 'depends on: probe, rung, ...' (in DIMENSIONS order) for the alternatives that
-    change the verdict without reversing it; None where only reversals change it (named apart)."""
+    change the verdict and are not named apart (`reversing`: the reversals, and the probes that
+    decide an undecided primary); None where only those change it."""
     moved = {a["dimension"] for a in alternatives if a["verdict"] != primary_verdict and a not in reversing}
     if moved:
         return "depends on: " + ", ".join(d for d in DIMENSIONS if d in moved)

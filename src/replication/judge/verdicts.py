@@ -142,13 +142,15 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
      "inside ±`rules.convergence_fraction` x m, `not converged` beyond it, else unknown", "judge/verdicts.py"),
     ("robustness", "re-judged under each registered alternative: the other probes, the rung that starts the last "
      "doubling, the other compute bases where rungs allow, the gain over step 0, Benjamini-Hochberg; `robust` when "
-     "all agree, a probe that decides the other way named (`reverses on ...`), else `depends on: ...`",
+     "all agree, a probe that decides the other way named (`reverses on ...`), a probe that decides an undecided "
+     "primary named with its decision (`contradicted on ...`, `reproduced on ...`), else `depends on: ...`",
      "judge/robustness.py"),
     ("labels", "`calibrated` (the setup was tuned to the figure: never counted as judged), `realisation` (judged "
      "against float realisations of one seed), `post hoc` (a rule changed after the registration moved it: shown "
      "beside the verdict the frozen rule gives), `not converged`, `unstable` (half a standard error moves the "
      f"verdict, by the claim's own rule), `{RULED_OUT}` (inconclusive, the published size outside the interval), "
-     "`reverses on ...` (a registered probe decides the other way), `read on ...` (a stand-in probe)",
+     "`reverses on ...` (a registered probe decides the other way), `contradicted on ...` or `reproduced on ...` (an "
+     "undecided primary decided by another registered probe), `read on ...` (a stand-in probe)",
      "judge/judge.py, judge/verdicts.py"),
 ]
 TREND_RULES = [   # (label, rule): checked in this order; registered in analysis/claims.yaml before any ladder run
@@ -325,6 +327,21 @@ def reversals(primary_verdict, alternatives):
     if primary_verdict in OPPOSITE:
         return [a for a in decided if a["verdict"] == OPPOSITE[primary_verdict]]
     return decided if {a["verdict"] for a in decided} == set(OPPOSITE) else []
+
+
+def decided_elsewhere(primary_verdict, alternatives, reversing=()):
+    """Against an undecided primary, the probes that decide the claim (and reverse nothing): each is
+    named with its decision, so that 'depends on: probe' does not hide which way they decide."""
+    if primary_verdict in OPPOSITE:
+        return []
+    return [a for a in alternatives if a["dimension"] == "probe" and a["verdict"] in OPPOSITE and a not in reversing]
+
+
+def decided_on_label(probe_words, alternative, scale=1.0, unit=""):
+    """The label of a probe that decides an undecided claim: 'contradicted on kNN: -9.7 [-12, -7.4] points'."""
+    lo, hi = alternative["diff_ci95"]
+    return (f"{alternative['verdict']} on {probe_words}: {alternative['diff_mean'] * scale:+.3g} "
+            f"[{lo * scale:+.3g}, {hi * scale:+.3g}]{unit}")
 
 
 def reverses_label(probe_words, alternative, scale=1.0, unit=""):

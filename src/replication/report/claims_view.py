@@ -265,6 +265,7 @@ def counts_text(claims):
 
 # every label summary.json counts (judge.judge.summary's keys), in the words each page prints
 LABEL_COUNTS = {"robust": "robust", "depends_on": "depending on a choice", "reversed": "reversed by a probe",
+                "decided_on": "undecided on the primary probe but decided on another",
                 "ruled_out": "undecided with the published size ruled out", "stand_in": "read on a stand-in probe",
                 "post_hoc": "post hoc", "calibrated": "calibrated (never counted as judged)",
                 "not_converged": "not converged", "unstable": "unstable",
