@@ -470,3 +470,33 @@ def test_a_range_printed_from_one_run_is_judged_against_one_more_run_of_ours(tmp
     assert verdicts.one_run_range_verdict([1, 19.9], 20, 40) == "contradicted"
     assert verdicts.one_run_range_verdict([1, 20], 20, 40) == verdicts.one_run_range_verdict([39, 90], 20, 40) == \
         "reproduced"
+
+
+# ---------------------------------------------------------------- convergence before a contradiction
+
+@pytest.mark.parametrize("ladder_claim", [False, True])
+def test_a_contradiction_on_arms_still_gaining_more_than_the_margin_is_read_before_convergence(tmp_path, ladder_claim):
+    """b leads a by 10 points at the budget (2,400), but every arm gained 10 points from 1,200 to
+    2,400 (five times the margin): inconclusive, read before convergence, the arms named; the same
+    contradiction on settled arms stands."""
+    for name, rungs in {"a": {1200: up(BASE, -0.1), 2400: BASE}, "b": {1200: BASE, 2400: up(BASE, 0.1)},
+                        "c": {1200: BASE, 2400: BASE}, "d": {1200: up(BASE, 0.1), 2400: up(BASE, 0.1)}}.items():
+        records(tmp_path, name, rungs)
+        if not ladder_claim:            # a budget of 2,400 with a checkpoint at 1,200 (records() budgets the first)
+            for path in (tmp_path / "results").glob(f"*/s/{name}/seed_*.json"):
+                record = json.loads(path.read_text())
+                if "config" in record:
+                    record["config"].update(steps=2400, ladder=[])
+                else:
+                    record["eval"] = record["at"]["2400"]
+                path.write_text(json.dumps(record))
+    spec = ladder if ladder_claim else arm
+    extra = {"ladder": True} if ladder_claim else {}
+    moving = judge(claim(kind="paired", a="a", b="b", margin=0.02, effect_scale=100, effect_unit=" points",
+                         arms={"a": spec("a"), "b": spec("b")}, **extra), tmp_path)
+    assert moving["verdict"] == "inconclusive" and "not converged" in moving["labels"]
+    assert moving["convergence"]["reason"].startswith("read before convergence")
+    assert moving["convergence"]["arms_moving"]["a"] == "moved +10 [+10, +10] points from 1,200 to 2,400 steps"
+    settled = judge(claim(kind="paired", a="c", b="d", margin=0.02, arms={"c": spec("c"), "d": spec("d")}, **extra),
+                    tmp_path)
+    assert settled["verdict"] == "contradicted"

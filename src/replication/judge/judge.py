@@ -50,6 +50,7 @@ def _judge_primary(claim, root, rules, documents):
             out["primary"] = ladder.primary(claim, None, root, stood_in)
             out["_alternatives"] = robustness.alternatives(claim, out, None, None, root, rules)
             out["convergence"] = {"converged": None, "reason": "one trained rung: convergence not measured"}
+            _contradiction_needs_converged_arms(claim, out, root, rules)
         return out
     pairs = ladder.matched_rungs(claim, claim["basis"], root)
     judged = [judge_one(ladder.at_pair(claim, pair), root, rules, documents) for pair in pairs]
@@ -62,9 +63,25 @@ def _judge_primary(claim, root, rules, documents):
         judged = [judge_one(ladder.at_pair(shown, pair), root, rules, documents) for pair in shown_pairs]
     out["ladder"] = [ladder.rung_summary(pair, o) for pair, o in zip(shown_pairs, judged)]
     out["convergence"] = ladder.convergence(shown, shown_pairs, judged, rules)
+    _contradiction_needs_converged_arms(claim, out, root, rules, at=pairs[-1])
     out["untrained"] = ladder.untrained_levels(shown, root)
     ladder.add_trend(out, rules)
     return out
+
+
+def _contradiction_needs_converged_arms(claim, out, root, rules, at=None):
+    """A contradiction stands only on arms that have settled (issue 53): where an arm still gains
+    more than the claim's margin over its last doubling of steps before the rung it is read at
+    (ladder.arms_still_moving; `at`: that rung, default the budget), the verdict is inconclusive,
+    read before convergence, with the arms named, and the claim is labelled not converged."""
+    if out["verdict"] != verdicts.CONTRADICTED:
+        return
+    moving = ladder.arms_still_moving(claim, root, rules, at)
+    if moving:
+        out["verdict"] = verdicts.INCONCLUSIVE
+        out["convergence"] = {**(out.get("convergence") or {}), "converged": False, "arms_moving": moving,
+                              "reason": verdicts.READ_BEFORE_CONVERGENCE + ": " +
+                              "; ".join(f"{name} {how}" for name, how in moving.items())}
 
 
 # ---------------------------------------------------------------- notes and labels

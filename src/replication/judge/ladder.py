@@ -19,7 +19,7 @@ holds the claim's probe. Along the rungs:
                   (verdicts.ladder_trend), in the claim's unit and on the logit scale for accuracies;
                   a contradicted top rung says whether it may be a scale artefact
 """
-from . import gates, probes, verdicts
+from . import gates, probes, stats, verdicts
 from .measure import (InputError, at_step, conditions_of, dig, key_of, measure_by_seed, parts, read_record,
                       record_paths, record_pattern, replace_key, runs, with_rungs)
 
@@ -99,6 +99,41 @@ def budget(claim, root):
             if found:
                 steps.setdefault(name, read_record(found[0], root)["config"]["steps"])
     return next(iter(steps.values())) if len(set(steps.values())) == 1 else steps or None
+
+
+def arms_still_moving(claim, root, rules, at=None):
+    """Each arm, a plain spec reading `eval.<figure>` or `at.{step}.<figure>`, that still gains (or
+    loses) more than the claim's margin per doubling of steps: its per-seed change over its
+    condition's last doubling before the step it is read at (`at`: one step or {arm: step}; default
+    the runs' budget; gates.previous_rung) has an interval at the registered level beyond +-margin:
+    {arm: 'moved +x [lo, hi] from a to b steps'} (in the claim's unit). An arm whose condition was
+    evaluated at no rung that starts the doubling, or whose figure is read at one rung only, is left
+    out (not measured)."""
+    threshold = claim["margin"]
+    scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
+    steps = budget(claim, root) if at is None else at
+    moving = {}
+    for name, spec in claim["arms"].items():
+        key, found = key_of(spec) or "", conditions_of(spec)
+        at_budget = steps.get(name) if isinstance(steps, dict) else steps
+        figure = next((key[len(p):] for p in ("eval.", "at.{step}.") if key.startswith(p)), None)
+        if parts(spec) or not figure or len(found) != 1 or not at_budget:
+            continue
+        start = gates.previous_rung(gates.rungs_of(found[0], root), at_budget)
+        if start is None:
+            continue
+        try:
+            before, after = (measure_by_seed({**spec, "key": f"at.{step}.{figure}"}, root) for step in (start, at_budget))
+        except InputError:          # the figure is read at the budget only (the all-label probe in run 2)
+            continue
+        change = [after[s] - before[s] for s in after if s in before]
+        if len(change) < 2:
+            continue
+        lo, hi = stats.t_interval(change, verdicts.level(rules))
+        if lo > threshold or hi < -threshold:
+            moving[name] = (f"moved {sum(change) / len(change) * scale:+.3g} [{lo * scale:+.3g}, {hi * scale:+.3g}]"
+                            f"{unit} from {start:,} to {at_budget:,} steps")
+    return moving
 
 
 def claim_at(claim, step, arm_steps=None):

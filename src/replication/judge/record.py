@@ -203,6 +203,7 @@ class Convergence(Record):
     threshold: Number | None = None
     contrasts: list[ContrastMove] | None = None
     arms: dict[str, ArmMove] | None = None
+    arms_moving: dict[str, str] | None = None     # arms still gaining more than the margin (judge: a contradiction's)
     converged: bool | None
     reason: str | None = None
 

@@ -139,7 +139,9 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
     ("screen", "Benjamini-Hochberg q-values over the registry's decided claims, shown beside each verdict; they "
      "decide nothing, so adding a claim never moves another's verdict", "judge/verdicts.py"),
     ("convergence", "the contrast's per-seed change over the last doubling of steps, with its interval: converged "
-     "inside ±`rules.convergence_fraction` x m, `not converged` beyond it, else unknown", "judge/verdicts.py"),
+     "inside ±`rules.convergence_fraction` x m, `not converged` beyond it, else unknown; a contradiction whose arms "
+     "still gain more than m over their last doubling of steps is inconclusive, read before convergence",
+     "judge/verdicts.py, judge/judge.py"),
     ("robustness", "re-judged under each registered alternative: the other probes, the rung that starts the last "
      "doubling, the other compute bases where rungs allow, the gain over step 0, Benjamini-Hochberg; `robust` when "
      "all agree, a probe that decides the other way named (`reverses on ...`), a probe that decides an undecided "
@@ -327,6 +329,10 @@ def reversals(primary_verdict, alternatives):
     if primary_verdict in OPPOSITE:
         return [a for a in decided if a["verdict"] == OPPOSITE[primary_verdict]]
     return decided if {a["verdict"] for a in decided} == set(OPPOSITE) else []
+
+
+READ_BEFORE_CONVERGENCE = ("read before convergence: a contradiction needs arms that have settled, and these still "
+                           "gained more than the margin over their last doubling of steps")
 
 
 def decided_elsewhere(primary_verdict, alternatives, reversing=()):

@@ -209,9 +209,12 @@ def reason(claim, rules):
     with what the interval says of the published effect; a claim with several legs (contrasts) gives
     each leg's verdict and reason."""
     legs = contrasts(claim)
+    before = (claim.get("convergence") or {}).get("reason") if (claim.get("convergence") or {}).get("arms_moving") \
+        else None          # a contradiction read before its arms settled: why it is not one
     if len(legs) > 1 and claim["verdict"] in JUDGED:
-        return "; ".join(f"against {c['b']}: {c['verdict']}, {_why(claim, c, c['verdict'], rules)}" for c in legs)
-    return _why(claim, claim.get("contrast") or {}, claim["verdict"], rules)
+        return "; ".join(filter(None, [before, *(f"against {c['b']}: {c['verdict']}, {_why(claim, c, c['verdict'], rules)}"
+                                                 for c in legs)]))
+    return "; ".join(filter(None, [before, _why(claim, claim.get("contrast") or {}, claim["verdict"], rules)]))
 
 
 def _why(claim, c, v, rules):
