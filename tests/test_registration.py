@@ -561,3 +561,18 @@ def test_a_committed_amendment_edited_afterwards_stops_the_analysis(tmp_path, mo
     assert "never edited" in said
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 2 and err.count("\n") == 1 and "amendment 1" in err, err
+
+
+def test_a_shallow_clone_checks_the_records_state_but_not_the_order_it_cannot_see(tmp_path, monkeypatch, capsys):
+    """A clone of depth 1 holds one commit: the record and the results in it, the order unseen; the
+    analysis is not refused for it, while an edited record still is."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    anchored_world(origin)
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(shallow))
+    assert git(shallow, "rev-parse", "--is-shallow-repository") == "true"
+    assert refusal(shallow) is None
+    record = shallow / "analysis" / "registration.json"
+    record.write_text(record.read_text().replace('"rules"', '"rules" ', 1))
+    assert "differs from its committed version" in (refusal(shallow) or "")

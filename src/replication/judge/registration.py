@@ -279,9 +279,10 @@ def check_anchored(root="."):
     """RegistrationError (one line) unless the registration records stand in git as registered: a
     record or the amendments file git holds but the tree lacks is named as missing; one that is
     uncommitted or differs from its committed version is refused, as is an amendment of the latest
-record edited since it was first committed (_check_appended_only); a committed result (RESULTS) not
+    record edited since it was first committed (_check_appended_only); a committed result (RESULTS) not
     committed after the latest record's commit predates the rules that would judge it. Outside a
-    git work tree nothing can be checked (a copy, not a clone), and nothing is refused."""
+    git work tree nothing can be checked (a copy, not a clone), and nothing is refused; in a shallow
+    clone only the records' own state is (their history is not there)."""
     if not in_git(root):
         return
     anchored = [*map(str, _paths(root)), str(CODE_AMENDMENTS)]
@@ -296,8 +297,8 @@ record edited since it was first committed (_check_appended_only); a committed r
         if exists and git("diff", "--name-only", "HEAD", "--", path, root=root).strip():
             raise RegistrationError(f"{path}: differs from its committed version; a record is never edited: restore "
                                     f"it with `git checkout {path}`, or register again")
-    if not _paths(root):
-        return
+    if not _paths(root) or git("rev-parse", "--is-shallow-repository", root=root).strip() == "true":
+        return              # nothing registered, or a shallow clone, whose history cannot show the order
     _check_appended_only(load(root)["date"], root)
     latest = str(_paths(root)[-1])
     commit = git("log", "-1", "--format=%H", "--", latest, root=root).strip()
