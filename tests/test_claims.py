@@ -379,14 +379,16 @@ def test_a_ladder_claim_is_judged_at_every_rung_with_the_top_as_headline(tmp_pat
 
 def test_a_contradiction_from_arms_still_moving_may_be_a_scale_artefact(tmp_path):
     """a trails b at every rung but gains 4 points a rung while b stands still: contradicted at the
-    top, trend toward the claim, flagged as a possible scale artefact, naming the arm that moved."""
+    top by the interval, trend toward the claim, flagged as a possible scale artefact; a gained more
+    than the margin over its last doubling, so the claim is inconclusive, read before convergence."""
     ladder_records(tmp_path, "a", {300: [0.40, 0.42, 0.39, 0.41, 0.40], 1200: shifted(BASE, 0.04),
                                    2400: shifted(BASE, 0.08)})
     ladder_records(tmp_path, "b", {300: shifted(BASE, 0.20), 1200: [0.61, 0.60, 0.60, 0.62, 0.61],
                                    2400: [0.6, 0.6, 0.62, 0.6, 0.61]})
     judged = judge(claim(kind="paired", a="a", b="b", margin=0.02, ladder=True,
                          arms={"a": ladder_arm("a"), "b": ladder_arm("b")}), tmp_path)
-    assert judged["verdict"] == "contradicted" and judged["trend"] == "grows toward the claim"
+    assert judged["contrast"]["verdict"] == "contradicted" and judged["trend"] == "grows toward the claim"
+    assert judged["verdict"] == "inconclusive" and "a" in judged["convergence"]["arms_moving"]
     artefact = judged["contrast"]["scale_artefact"]
     assert "the effect still moved by +0.04" in artefact and "grows toward the claim" in artefact
     assert "May be a scale artefact" in judged["note"]

@@ -142,6 +142,7 @@ def test_an_unreadable_record_stops_the_report_stage_with_one_line(tmp_path):
     resolved(tmp_path)
     (tmp_path / "analysis").mkdir()
     write_deviations(tmp_path / "analysis", [entry()])
+    (tmp_path / "analysis" / "levels.yaml").write_text((ROOT / "analysis" / "levels.yaml").read_text())
     (tmp_path / "analysis" / "registration.json").write_text('{"date": ')
     (tmp_path / "experiments").mkdir()
     for script in ("render_report.py", "_interpreter.py"):      # the stage and its interpreter check
