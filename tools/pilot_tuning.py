@@ -24,6 +24,7 @@ import torch
 
 from contrastive import losses
 from contrastive.evaluate import CHUNK, embed, labelled_set, linear_probe_accuracy
+from contrastive.train import cpu_capabilities
 from replication.io import cpu_model, read_json
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
 from replication.run.datasets import dataset_for
@@ -67,16 +68,6 @@ METHODS = {
                "alternatives": [{"siglip_t": 5.0, "siglip_b": -5.0}, {"siglip_t": 20.0, "siglip_b": -20.0}],
                "fixed": "batch 32 (siglip-beats-softmax-small-batch)"},
 }
-
-
-def cpu_capabilities():
-    """The CPU's native capabilities that decide bf16's speed, from /proc/cpuinfo's flags."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            flags = next(line for line in info if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        flags = []
-    return {name: name in flags for name in ("avx2", "avx512f", "avx512_bf16", "amx_bf16")}
 
 
 @contextmanager
