@@ -275,6 +275,11 @@ LABEL_COUNTS = {"robust": "robust", "depends_on": "depending on a choice", "reve
                 "realisation": "judged against realisations of one seed", "underdetermined": "underdetermined"}
 
 
+def cpu_minutes(records):
+    """CPU-minutes of run records: each run's wall time times its torch threads."""
+    return sum((r.get("wall_s") or 0) * (r.get("threads") or 1) for r in records) / 60
+
+
 def compute(root="."):
     """What the run cost, from its own records: CPU-minutes of pretraining and of evaluation (each
     run's wall time times its torch threads), the runs, the CPUs they ran on, and the wall minutes
@@ -284,7 +289,7 @@ def compute(root="."):
     spent, runs, cpus = {}, 0, set()
     for kind in ("pretrain", "evaluate"):
         records = [json.loads(p.read_text()) for p in sorted(Path(root, "results", kind).glob("*/*/seed_*.json"))]
-        spent[kind] = sum((r.get("wall_s") or 0) * (r.get("threads") or 1) for r in records) / 60
+        spent[kind] = cpu_minutes(records)
         runs = max(runs, len(records))
         cpus |= {r["cpu"] for r in records if r.get("cpu")}
     stages = Path(root, "reports", "stage_times.json")

@@ -110,8 +110,8 @@ def _seeds(root, kind, study, condition):
 
 def method_levels(methods, level, root="."):
     """The benchmark table: one row per method (load_methods) at its reference arm's budget, with
-    the published figure of the paper's own setting, and first the untrained
-    encoder (the SimCLR arm's step-0 control, where the all-label probe is not fitted): training
+    the published figure of the paper's own setting, and first the untrained encoder (the step-0
+    control of the first method's arm, where run 2 fitted no all-label probe): training
     length (steps, epochs, batch), each probe on h in % with its t-interval at `level` over the
     seeds, the seeds, and the CPU-minutes of pretraining and evaluation (wall time x threads, all
     seeds). A method whose records are missing is left out."""
@@ -130,7 +130,7 @@ def method_levels(methods, level, root="."):
                          **{titles[key]: _interval(probe("control", key), level) for key in LEVEL_PROBES},
                          "seeds": len(evaluated), "CPU-min": "–", "published": "–"})
         epochs = config["steps"] * config["batch"] / trained[0]["n_data"]
-        minutes = sum((r.get("wall_s") or 0) * (r.get("threads") or 1) for r in trained + evaluated) / 60
+        minutes = rc.cpu_minutes(trained + evaluated)
         rows.append({"method": method.method, "arm": method.arm,
                      "steps (epochs)": f"{config['steps']:,} ({epochs:.2g})", "batch": str(config["batch"]),
                      **{titles[key]: _interval(probe("eval", key), level) for key in LEVEL_PROBES},
