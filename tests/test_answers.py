@@ -9,7 +9,7 @@ import pytest
 from replication.judge import judge as judging, verdicts
 from replication.judge.registry import load_registry
 
-from test_claims import REGISTRY, claim, judge
+from test_claims import REGISTRY, RULES, claim, judge
 from test_judging import BASE, arm, ladder, records, up
 
 NOISY = [-0.01, 0.03, -0.02, 0.04, 0.01]      # a spread that leaves a 2-point margin open
@@ -33,7 +33,7 @@ def test_an_inconclusive_claim_says_the_published_size_is_ruled_out():
     """Ours +2 points [-1.2, +5.2] against a margin of 2: inconclusive; the published +6.4 lies above
     the interval, so the claim carries the label and its reason says so, and the seeds it would need
     settle only the direction."""
-    rules = load_registry(REGISTRY).rules
+    rules = RULES
     c = {"diffs": [0.01 + d for d in NOISY], "margin": 0.02, "published_effect_value": 0.064}
     from replication.judge import stats
     c.update(stats.paired_contrast([0.6 + 0.01 + d for d in NOISY], [0.6] * 5, "greater", verdicts.level(rules)))

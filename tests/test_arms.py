@@ -122,6 +122,28 @@ def test_every_negative_kept_is_plain_nt_xent():
     torch.testing.assert_close(kept, full, rtol=0, atol=1e-6)
 
 
+def test_dropping_same_class_negatives_is_nt_xent_over_the_other_classes():
+    """drop_same_class: the step's loss is NT-Xent with keep = other_class(labels), which reads the
+    labels; with every image of its own class it is plain NT-Xent, and a shared class lowers it."""
+    method = built(drop_same_class=True)
+    v1, v2 = views()
+    labels = torch.tensor([0, 0, 1, 1, 2, 2, 0, 1])
+    loss, _ = method(v1, v2, labels)
+    z = method.g(method.f(torch.stack([v1, v2], 1).flatten(0, 1)))
+    keep = losses.other_class(labels)
+    assert keep.sum().item() == 12 * 10 + 4 * 12   # classes 0 and 1: 6 views each keep 10; class 2: 4 keep 12
+    torch.testing.assert_close(loss, losses.nt_xent(z[0::2], z[1::2], 0.2, keep=keep), rtol=0, atol=1e-6)
+    distinct, _ = method(v1, v2, torch.arange(8))
+    torch.testing.assert_close(distinct, losses.nt_xent(z[0::2], z[1::2], 0.2), rtol=0, atol=1e-6)
+
+
+def test_the_loss_knobs_reach_the_loss():
+    """align-uniform's lambda and SigLIP's starting t and b reach the criterion built."""
+    assert built(method="align_uniform", lam=0.5).criterion.keywords == {"lam": 0.5}
+    siglip = built(loss="siglip", siglip_t=5.0, siglip_b=-5.0).criterion
+    assert (siglip.log_t.exp().item(), siglip.b.item()) == pytest.approx((5.0, -5.0))
+
+
 # ---------------------------------------------------------------- learned temperature
 
 def test_the_learned_temperature_starts_at_tau_and_gets_the_closed_form_gradient():
@@ -216,6 +238,9 @@ BAD = [
     ({"negatives_kept": 2.0}, "negatives_kept"),
     ({"negatives_kept": 255}, "negatives_kept"),                      # 2 x 128 - 2 = 254 at most
     ({"negatives_kept": 4, "loss": "logistic"}, "negatives_kept"),
+    ({"drop_same_class": True, "method": "moco"}, "drop_same_class"),
+    ({"drop_same_class": True, "negatives_kept": 4}, "drop_same_class"),
+    ({"lam": 0.0}, "lam"),
     ({"learn_tau": True, "method": "moco"}, "learn_tau"),
     ({"learn_tau": "yes"}, "learn_tau"),
     ({"loss": "debiased_nt_xent"}, "tau_plus"),                        # needs its class prior

@@ -196,8 +196,13 @@ REGISTRY_MISTAKES = [
      "  runs: {studies: [s]}\n  keep: [supervised]\n  x: eval.h.knn\n  y: eval.h.linear",
      "small-loss: keep: only a population named by its conditions"),
     ("a sequential rule with no further seeds", "  convergence_fraction: 0.5\n", "  convergence_fraction: 0.5\n"
-     "  sequential: {stage_one_seeds: 5, further_seeds: 0, seeds_needed_at_most: 15, spending: pocock}\n",
+     "  sequential: {stage_one_seeds: 5, further_seeds: 0, seeds_needed_at_most: 15, spending: pocock, "
+     "conditions_at_most: 12, first: []}\n",
      "rules: sequential.further_seeds: Input should be greater than or equal to 1"),
+    ("a sequential rule putting an unknown claim first", "  convergence_fraction: 0.5\n", "  convergence_fraction: 0.5\n"
+     "  sequential: {stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock, "
+     "conditions_at_most: 12, first: [no-such-claim]}\n",
+     "rules.sequential.first: no-such-claim is not a claim id"),
 ]
 
 
@@ -286,15 +291,18 @@ def test_the_committed_registry_is_valid():
 
 
 def test_the_sequential_rule_is_read_when_given_and_absent_from_the_rules_digest_when_not(tmp_path):
-    """Registration 2's rules carry no sequential rule: their digest stays the one it registered."""
+    """The latest registration's rules digest is the committed registry's; a registry without a
+    sequential rule dumps none (registration 2's digest stays the one it registered)."""
     from replication.judge.registration import _digest, load
     from replication.judge.registry import load_registry
     assert _digest(load_registry(REGISTRY).rules) == load(ROOT)["rules_sha256"]
-    design = "  sequential: {stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock}\n"
+    design = ("  sequential: {stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock, "
+              "conditions_at_most: 12, first: []}\n")
     (tmp_path / "claims.yaml").write_text(RULES.replace("  alpha: 0.025\n", "  alpha: 0.025\n" + design)
                                           + "claims:\n" + PAIRED)
     assert load_registry(tmp_path / "claims.yaml").rules["sequential"] == {
-        "stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock"}
+        "stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock",
+        "conditions_at_most": 12, "first": []}
     (tmp_path / "claims.yaml").write_text(RULES + "claims:\n" + PAIRED)
     assert "sequential" not in load_registry(tmp_path / "claims.yaml").rules
 

@@ -7,7 +7,8 @@ import pytest
 from replication.judge import sequential, verdicts
 from replication.judge.measure import conditions_of
 
-DESIGN = {"stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock"}
+DESIGN = {"stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock",
+          "conditions_at_most": 12, "first": []}
 ALPHA = 0.025
 REPLICATES = 20_000
 MC_SE = math.sqrt(ALPHA * (1 - ALPHA) / REPLICATES)       # Monte Carlo error of a share near alpha
@@ -73,7 +74,19 @@ def test_the_rule_selects_undecided_contrasts_that_fifteen_seeds_would_settle():
         {"id": "y", "contrast": {"a": "a", "b": "b", "verdict": "reproduced"}}]
     chosen = sequential.select(judged, claims, DESIGN, conditions_of)
     assert chosen == [{"id": "x", "a": "a", "b": "b", "seeds_needed": 12, "conditions": ["c_a", "c_b1", "c_b2"],
-                       "seeds": list(range(5, 15))}]
+                       "capped": False, "seeds": list(range(5, 15))}]
+
+
+def test_the_cap_takes_the_first_claims_then_the_fewest_seeds_needed():
+    """Three conditions at most: the claim named first goes first whatever its seeds needed, then the
+    fewest; a contrast whose new conditions would pass the cap gets none, one within it still does."""
+    arm = lambda name: {"condition": name, "key": "eval.h.linear"}
+    claims = {cid: {"arms": {"a": arm(f"{cid}_a"), "b": arm("shared")}} for cid in ("p", "q", "r", "s")}
+    judged = [{"id": cid, "contrast": {"a": "a", "b": "b", "verdict": "inconclusive", "seeds_needed": n}}
+              for cid, n in (("p", 6), ("q", 14), ("r", 7), ("s", 9))]
+    chosen = sequential.select(judged, claims, {**DESIGN, "conditions_at_most": 3, "first": ["q"]}, conditions_of)
+    assert [(c["id"], c["capped"]) for c in chosen] == [("q", False), ("p", False), ("r", True), ("s", True)]
+    assert [c["seeds"] for c in chosen] == [list(range(5, 15))] * 2 + [[]] * 2
 
 
 # ---------------------------------------------------------------- wired into the judging of a contrast

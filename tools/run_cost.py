@@ -1,4 +1,5 @@
-"""What the registered run of params.yaml will cost on this CPU, per stage, before it is run.
+"""What the registered run of params.yaml will cost on this CPU and on the slowest CPU seen, per
+stage and with its sequential second stage at the registered cap, before it is run.
 
     python -m tools.run_cost [--measure] [--reference COMMIT] [--precision bf16]
 
@@ -8,7 +9,10 @@ precision, and the default arm in fp32, into reports/pilot/step_time.json. A run
 Evaluation costs a fixed amount per checkpoint and more at the budget (fitted to the reference run's
 evaluation records, the first registered run at COMMIT), scaled by the default arm's fp32 step here
 against its step there. Stage minutes: the stage's runs handed out longest first to `workers`
-processes (`makespan`). Writes reports/pilot/run_cost.json and run_cost.md.
+processes (`makespan`). Stage 2 (rules.sequential in analysis/claims.yaml) runs at most
+`conditions_at_most` conditions for `further_seeds` more seeds each: its cap is costed at the dearest
+conditions. The slowest CPU seen (SLOWEST) is reached by the ratio of its fp32 step of the default arm
+to this CPU's. Writes reports/pilot/run_cost.json and run_cost.md.
 """
 import argparse
 import json
@@ -22,10 +26,16 @@ import numpy as np
 import torch
 
 from replication.io import cpu_model, read_json, write_json
+from replication.judge.registry import load_registry
 from replication.run.config import StudyConfig, read_resolved
 from replication.run.train import train_run
 
 REFERENCE = "cf5efd5"          # the first registered run's records, as committed
+# The slowest CPU this study has seen: the default arm's fp32 step (batch 128, channels_last, one
+# thread), measured there by benchmarks/bf16.py
+SLOWEST = {"cpu": "AMD EPYC, AVX2 only (no AVX-512)", "float32_s": 0.136}
+STAGE_LIMIT_MIN = 40           # no DVC stage over this on any CPU seen
+BUDGET_MIN = 900               # the whole run's stage-minutes
 OUT = Path("reports/pilot")
 STEP_TIME = OUT / "step_time.json"
 MEASURED_STEPS = 200
@@ -63,7 +73,8 @@ def evaluation_fit(records):
 # fields whose value changes a step's arithmetic only, not its cost: conditions that differ in these
 # alone are timed once
 SCALARS = {"label", "tau", "learn_tau", "lr", "lr_rule", "lr_reference_batch", "margin", "momentum", "colour_strength",
-           "crop_min_side", "tau_plus", "steps", "ladder", "checkpoints", "schedule"}
+           "crop_min_side", "tau_plus", "steps", "ladder", "checkpoints", "schedule", "lam", "siglip_t", "siglip_b",
+           "drop_same_class"}
 
 
 def cost_groups():
@@ -133,31 +144,51 @@ def estimate(commit, precision):
     per_checkpoint, budget_extra = evaluation_fit(evaluation)
     eval_scale = here_step_seconds("simclr", "fp32") / default   # evaluation runs in fp32
     workers = read_resolved("workers")["workers"] if Path("resolved/workers.json").exists() else 2
-    stages = {}
+    stages, per_seed = {}, {}
     for study in studies():
         cfg = read_resolved(f"pretrain/{study}", StudyConfig)
         train_s, eval_s = [], []
         for name, condition in cfg.conditions.items():
-            train_s += [condition.rungs[-1] * here_step_seconds(name, precision)] * len(cfg.seeds)
-            eval_s += [(len(condition.rungs) * per_checkpoint + budget_extra) * eval_scale] * len(cfg.seeds)
+            train, evaluate = (condition.rungs[-1] * here_step_seconds(name, precision),
+                               (len(condition.rungs) * per_checkpoint + budget_extra) * eval_scale)
+            train_s += [train] * len(cfg.seeds)
+            eval_s += [evaluate] * len(cfg.seeds)
+            per_seed[name] = train + evaluate
         stages[study] = {"pretrain_min": makespan(train_s, workers) / 60, "evaluate_min": makespan(eval_s, workers) / 60}
-    total = sum(s["pretrain_min"] + s["evaluate_min"] for s in stages.values())
+    slower = SLOWEST["float32_s"] / here_step_seconds("simclr", "fp32")
+    stage_one = sum(s["pretrain_min"] + s["evaluate_min"] for s in stages.values())
+    design = load_registry().rules["sequential"]
+    dearest = sorted(per_seed.values(), reverse=True)[:design["conditions_at_most"]]
+    stage_two = makespan([t for t in dearest for _ in range(design["further_seeds"])], workers) / 60
     return {"reference": commit, "precision": precision, "cpu": cpu_model(), "workers": workers,
             "default_step_s": {"reference": default, "here": here_step_seconds("simclr", precision)},
-            "per_checkpoint_s": per_checkpoint, "budget_extra_s": budget_extra, "stages": stages, "total_min": total}
+            "per_checkpoint_s": per_checkpoint, "budget_extra_s": budget_extra, "stages": stages,
+            "stage_one_min": stage_one, "stage_two_cap_min": stage_two, "total_min": stage_one + stage_two,
+            "slowest": {**SLOWEST, "ratio": slower, "total_min": (stage_one + stage_two) * slower,
+                        "longest_stage_min": slower * max(max(s.values()) for s in stages.values())},
+            "design": {k: design[k] for k in ("conditions_at_most", "further_seeds")}}
 
 
 def markdown(out):
+    slow = out["slowest"]
     lines = ["# Estimated cost of the registered run of params.yaml", "",
              f"On {out['cpu']}, {out['precision']}, {out['workers']} runs at a time. The default arm's step: "
              f"{out['default_step_s']['here']:.3f} s here against {out['default_step_s']['reference']:.3f} s in the "
              f"reference run ({out['reference']}); evaluation {out['per_checkpoint_s']:.1f} s per checkpoint and "
-             f"{out['budget_extra_s']:.1f} s more at the budget there. Stage minutes of wall time.", "",
-             "| study | pretrain | evaluate |", "|---|---|---|"]
+             f"{out['budget_extra_s']:.1f} s more at the budget there. Stage minutes of wall time, here and on the "
+             f"slowest CPU seen ({slow['cpu']}: its fp32 step {slow['float32_s']:.3f} s, x {slow['ratio']:.2f}); a "
+             f"stage over {STAGE_LIMIT_MIN} minutes is marked.", "",
+             "| study | pretrain | evaluate | the longer, on the slowest CPU |", "|---|---|---|---|"]
     for study, s in out["stages"].items():
-        lines.append(f"| {study} | {s['pretrain_min']:.1f} | {s['evaluate_min']:.1f} |")
-    lines += ["", f"Total of the training stages: {out['total_min']:.0f} minutes (the documents' examples, data and "
-              "analysis add a few).", ""]
+        longest = slow["ratio"] * max(s.values())
+        lines.append(f"| {study} | {s['pretrain_min']:.1f} | {s['evaluate_min']:.1f} | {longest:.1f}"
+                     f"{' (over)' if longest > STAGE_LIMIT_MIN else ''} |")
+    design = out["design"]
+    lines += ["", f"Stage 1 (every study): {out['stage_one_min']:.0f} minutes here. Stage 2 at its registered cap "
+              f"({design['conditions_at_most']} conditions x {design['further_seeds']} seeds, the dearest "
+              f"conditions): at most {out['stage_two_cap_min']:.0f}. Run 3 in all: at most {out['total_min']:.0f} "
+              f"minutes here, {slow['total_min']:.0f} on the slowest CPU seen (the budget: {BUDGET_MIN}). The "
+              "documents' examples, data and analysis add a few.", ""]
     return "\n".join(lines)
 
 

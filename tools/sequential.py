@@ -19,8 +19,13 @@ def report(rules, claims, judged):
              f"stage 1 decides at t > {c1:.3f} ({n1 - 1} df), stage 2 at t > {c2:.3f} ({n2 - 1} df)"]
     chosen = sequential.select(judged, {c["id"]: c for c in claims}, design, conditions_of)
     for c in chosen:
+        if c["capped"]:
+            lines.append(f"{c['id']}: {c['a']} vs {c['b']} (about {c['seeds_needed']} seeds): past the cap of "
+                         f"{design['conditions_at_most']} conditions, no further seeds")
+            continue
         lines.append(f"{c['id']}: {c['a']} vs {c['b']} (about {c['seeds_needed']} seeds would settle it): seeds "
                      f"{c['seeds'][0]}-{c['seeds'][-1]} of {', '.join(c['conditions'])}")
+    chosen = [c for c in chosen if not c["capped"]]
     conditions = sorted({name for c in chosen for name in c["conditions"]})
     lines.append(f"{len(chosen)} contrasts selected; {len(conditions)} conditions x {design['further_seeds']} seeds")
     return lines

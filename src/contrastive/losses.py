@@ -41,6 +41,14 @@ def nt_xent(z1, z2, tau, normalize=True, keep=None):
     return F.cross_entropy(logits, partner)
 
 
+def other_class(labels):
+    """(2N, 2N) bool over the interleaved views of images with these N labels: True where view k's
+    image has another class than view i's, so that nt_xent(keep=...) drops every same-class negative
+    (the false negatives that debiasing only corrects for in expectation)."""
+    views = labels.repeat_interleave(2)
+    return views[:, None] != views[None, :]
+
+
 def kept_negatives(n_views, k, gen):
     """(n_views, n_views) bool: for each anchor (row) k negatives drawn uniformly without replacement
     from the other n_views - 2 views (not itself, not its partner r ^ 1), from generator `gen`."""

@@ -9,6 +9,7 @@ the whole batch, as in one process; MoCo keeps BN per device, as in its paper, a
 across devices. `global_bn` says whether a method's BN should span every rank.
 """
 import copy
+from functools import partial
 import math
 
 import torch
@@ -46,6 +47,8 @@ class SimCLR(nn.Module):
     def forward(self, v1, v2, labels=None, index=None):
         z = _encode_in_groups(self.f, self.g, _interleave(v1, v2), self.bn_groups)
         z = gather_with_grad(z)                                      # z: 2N x d, every rank's views
+        if getattr(self.criterion, "reads_labels", False):
+            return self.criterion(z[0::2], z[1::2], gather(labels)), z.detach()
         return self.criterion(z[0::2], z[1::2]), z.detach()
 
 
@@ -57,25 +60,30 @@ class NTXent(nn.Module):
       (CLIP caps 1/tau at 100 for stability);
     - negatives_kept = k: each anchor keeps k of its 2N - 2 negatives (losses.kept_negatives), drawn
       afresh every step from the global generator, rank 0's draw on every rank. The batch, and
-      with it BN's statistics and the number of updates, stays that of the full batch.
+      with it BN's statistics and the number of updates, stays that of the full batch;
+    - drop_same_class: the negatives of the anchor's own class are dropped by label
+      (losses.other_class): NT-Xent without false negatives, a control that reads labels.
 
-    With neither, exactly nt_xent(z1, z2, tau, normalize): no parameter and no random draw.
+    With none, exactly nt_xent(z1, z2, tau, normalize): no parameter and no random draw.
     """
     MIN_TAU = 0.01
 
-    def __init__(self, tau, normalize=True, learn_tau=False, negatives_kept=None):
+    def __init__(self, tau, normalize=True, learn_tau=False, negatives_kept=None, drop_same_class=False):
         super().__init__()
         self.fixed_tau, self.normalize, self.negatives_kept = tau, normalize, negatives_kept
+        self.reads_labels = drop_same_class
         self.log_tau = nn.Parameter(torch.tensor(math.log(tau))) if learn_tau else None
 
     def tau(self):
         """The temperature in use: the fixed one, or the learned one (a tensor with a gradient)."""
         return self.fixed_tau if self.log_tau is None else self.log_tau.exp().clamp(min=self.MIN_TAU)
 
-    def forward(self, z1, z2):
+    def forward(self, z1, z2, labels=None):
         keep = None
         if self.negatives_kept is not None:
             keep = broadcast(losses.kept_negatives(2 * len(z1), self.negatives_kept, None).to(z1.device))
+        if self.reads_labels:
+            keep = losses.other_class(labels)
         return losses.nt_xent(z1, z2, self.tau(), normalize=self.normalize, keep=keep)
 
 
@@ -206,14 +214,14 @@ def build_method(cfg, n_data, n_classes):
             "debiased_nt_xent": lambda z1, z2: losses.debiased_nt_xent(z1, z2, cfg.tau, cfg.tau_plus),
         }
         if cfg.loss == "nt_xent":
-            criterion = NTXent(cfg.tau, cfg.normalize, cfg.learn_tau, cfg.negatives_kept)
+            criterion = NTXent(cfg.tau, cfg.normalize, cfg.learn_tau, cfg.negatives_kept, cfg.drop_same_class)
         elif cfg.loss == "siglip":
-            criterion = losses.SigLIPLoss()
+            criterion = losses.SigLIPLoss(cfg.siglip_t, cfg.siglip_b)
         else:
             criterion = criteria[cfg.loss]
         return SimCLR(f, g, criterion, cfg.bn_groups)
     if cfg.method == "align_uniform":
-        return SimCLR(f, g, losses.align_uniform, cfg.bn_groups)
+        return SimCLR(f, g, partial(losses.align_uniform, lam=cfg.lam), cfg.bn_groups)
     if cfg.method == "moco":
         return MoCo(f, g, g.dim, cfg.queue, cfg.momentum, cfg.tau, cfg.bn_groups, cfg.shuffle_bn)
     if cfg.method == "memory_bank":

@@ -356,11 +356,14 @@ class Robustness(Strict):
 class Sequential(Strict):
     """The two-stage design of the seeds (sequential.py): after stage 1's seeds, a contrast still
     inconclusive that about `seeds_needed_at_most` seeds would settle gets `further_seeds` more for
-    the arms it reads; the one-sided error is spent across the two looks by `spending`."""
+    the arms it reads; the one-sided error is spent across the two looks by `spending`. Stage 2 runs
+    at most `conditions_at_most` conditions, taken for the claims in `first` before the others."""
     stage_one_seeds: Annotated[int, Field(ge=2)]
     further_seeds: Annotated[int, Field(ge=1)]
     seeds_needed_at_most: Annotated[int, Field(ge=2)]
     spending: Literal["pocock", "obrien-fleming"]
+    conditions_at_most: Annotated[int, Field(ge=1)]
+    first: list[str]                       # claim ids, checked to exist (load_registry)
 
 
 class Rules(Strict):
@@ -520,6 +523,9 @@ def load_registry(path="analysis/claims.yaml", conditions=None):
         seen.add(claim.id)
         _check_reads(claim, conditions, path)
     present = {c.id for c in claims}
+    unknown = [cid for cid in (rules.sequential.first if rules.sequential else []) if cid not in present]
+    if unknown:
+        raise RegistryError(f"{path}: rules.sequential.first: {', '.join(unknown)} is not a claim id; name claims under `claims:`")
     withdrawn = {cid: {"id": key, **text.model_dump()} for key, text in shared.items() for cid in text.withdraws}
     for cid in withdrawn:
         if cid in present:

@@ -19,8 +19,9 @@ continuations, so it can only lower the error; tests/test_sequential.py checks t
 error and power on constructed data. A decision at stage 1 is never revisited (decide).
 
 Under this design stage 1 decides at c1, not at t_{1 - alpha}: kinds._contrast decides every paired
-contrast at its look (look: the alpha each look spends, so its interval is the one that decided). Values proposed for registration 3 (rules.sequential in analysis/claims.yaml):
-    stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock
+contrast at its look (look: the alpha each look spends, so its interval is the one that decided). Registered for run 3 (rules.sequential in analysis/claims.yaml):
+    stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock,
+    conditions_at_most: 12 (the budget's cap on stage 2), first: the five studies' claims
 (alpha 0.025: stage 1 at 0.0113 one-sided, t_4 critical 3.61; stage 2 with 15 seeds at t_14 2.31).
 """
 import math
@@ -125,19 +126,30 @@ def select(judged, claims, design, conditions_of):
     """The contrasts the rule gives further seeds after stage 1: every contrast of a judged claim
     (claims.json, as dicts) still inconclusive whose seeds_needed is at most the registered bound,
     with the conditions its two arms read (`conditions_of(spec)`, measure.conditions_of) and the
-    seeds each gets. claims: the registry's claims by id."""
+    seeds each gets. claims: the registry's claims by id.
+
+    The cap keeps stage 2 within the run's budget: contrasts are taken in the registered order (the
+    claims named in `first`, in that order, then the fewest seeds needed) while the conditions they
+    read number at most `conditions_at_most`; a contrast past the cap is listed with capped: True
+    and gets no seeds."""
     n1, n2 = seeds(design)
-    chosen = []
+    candidates = []
     for j in judged:
         for c in j.get("contrasts") or ([j["contrast"]] if j.get("contrast") else []):
             needed = c.get("seeds_needed")
             if c["verdict"] != INCONCLUSIVE or needed is None or needed > design["seeds_needed_at_most"]:
                 continue
             arms = claims[j["id"]]["arms"]
-            chosen.append({"id": j["id"], "a": c["a"], "b": c["b"], "seeds_needed": needed,
-                           "conditions": list(dict.fromkeys(conditions_of(arms[c["a"]]) + conditions_of(arms[c["b"]]))),
-                           "seeds": list(range(n1, n2))})
-    return chosen
+            candidates.append({"id": j["id"], "a": c["a"], "b": c["b"], "seeds_needed": needed,
+                               "conditions": list(dict.fromkeys(conditions_of(arms[c["a"]]) + conditions_of(arms[c["b"]])))})
+    first = design["first"]
+    candidates.sort(key=lambda c: (first.index(c["id"]) if c["id"] in first else len(first), c["seeds_needed"]))
+    running = set()
+    for c in candidates:
+        c["capped"] = len(running | set(c["conditions"])) > design["conditions_at_most"]
+        c["seeds"] = [] if c["capped"] else list(range(n1, n2))
+        running |= set() if c["capped"] else set(c["conditions"])
+    return candidates
 
 
 def simulate(effect, margin, direction, design, alpha, replicates=20_000, seed=0, every=False):

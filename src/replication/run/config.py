@@ -240,9 +240,6 @@ DatasetName = Literal["glyphs100", "shapes", "shapes4", "digits", "imagefolder",
 FOLDER_DATASETS = ("imagefolder", "cifar10")        # read from a user's folder at run time
 
 
-MOCO_V2_MOMENTUM = 0.999
-
-
 class RunConfig(Strict):
     """One pretraining condition; every seed of it shares these settings."""
     dataset: DatasetName
@@ -258,6 +255,10 @@ class RunConfig(Strict):
     proj_dim: Annotated[int, Field(ge=1, le=8192)]    # z's width for a linear or MLP head
     batch: Batch
     negatives_kept: Count | None                      # NT-Xent: k negatives per anchor (None: all 2N - 2)
+    drop_same_class: bool                             # NT-Xent: drop the anchor's same-class negatives by label
+    lam: PositiveFloat                                # align-uniform: the uniformity term's weight
+    siglip_t: PositiveFloat                           # SigLIP: the learned t's starting value
+    siglip_b: float                                   # SigLIP: the learned b's starting value
     checkpoints: Annotated[list[Steps], Field(max_length=MAX_LIST)]   # earlier rungs, below steps: descriptive, for trends
     steps: Steps                                      # the budget: claims that read `eval` read the run at this step
     ladder: Annotated[list[Steps], Field(max_length=MAX_LIST)]        # later rungs: training goes on to the last, with a checkpoint at each
@@ -285,15 +286,6 @@ class RunConfig(Strict):
         rate with the batch; the square root is the usual form for Adam), or lr as it is."""
         return self.lr * math.sqrt(self.batch / self.lr_reference_batch) if self.lr_rule == "sqrt" else self.lr
 
-    @field_validator("momentum")
-    @classmethod
-    def _mocov2_as_its_paper(cls, value, info):
-        # MoCo v2 (the MLP head) is run as its paper ran it; the momentum sweep is MoCo v1's (linear head)
-        if info.data.get("method") == "moco" and info.data.get("head") == "mlp" and value < MOCO_V2_MOMENTUM:
-            raise ValueError(f"MoCo v2 (method moco, head mlp) runs at momentum {MOCO_V2_MOMENTUM}, as its paper; "
-                             "sweep the momentum on MoCo v1 (head linear)")
-        return value
-
     @model_validator(mode="after")
     def _groups_divide_batch(self):
         if self.batch % (self.ranks * self.bn_groups):
@@ -318,6 +310,15 @@ class RunConfig(Strict):
             raise ValueError("needs method simclr with loss nt_xent")
         if "batch" in info.data and value > 2 * info.data["batch"] - 2:
             raise ValueError(f"must not exceed the 2 x batch - 2 = {2 * info.data['batch'] - 2} negatives of each anchor")
+        return value
+
+    @field_validator("drop_same_class")
+    @classmethod
+    def _dropping_for_nt_xent(cls, value, info):
+        if value and (info.data.get("method"), info.data.get("loss")) != ("simclr", "nt_xent"):
+            raise ValueError("needs method simclr with loss nt_xent")
+        if value and info.data.get("negatives_kept") is not None:
+            raise ValueError("cannot be combined with negatives_kept (both choose the negatives)")
         return value
 
     @field_validator("tau_plus")
@@ -592,10 +593,10 @@ def _check_conditions(params):
             label = overrides.pop("label", name)
             if not isinstance(label, str):
                 raise ParamsError(f"{where}.label: must be text (got {excerpt(label)})")
-            if {"batch", "lr"} <= set(overrides) and overrides.get("lr_rule") != "none":
-                raise ParamsError(f"{where}.lr: set with its own batch, it would ignore the batch rule (lr is the rate "
-                                  "at lr_reference_batch, scaled by lr_rule); drop it, or add lr_rule: none to say "
-                                  "this arm leaves the rule")
+            if {"batch", "lr"} <= set(overrides) and "lr_rule" not in overrides:
+                raise ParamsError(f"{where}.lr: set with its own batch, say which rate it is: add lr_rule: sqrt (lr "
+                                  "is the rate at lr_reference_batch, scaled to the batch) or lr_rule: none (the "
+                                  "rate at this batch)")
             try:
                 params.pretrain.run_config(name)
             except ValidationError as e:

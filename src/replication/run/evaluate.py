@@ -9,7 +9,8 @@ and never averaged), `rungs` (the steps
 evaluated), `bn` ("calibrated") with `calibration` (its settings and rule), and the linear probe
 on h and z with the statistics the checkpoint was saved with: `control_uncalibrated` and
 `eval_uncalibrated`, and `config_sha256`, the digest of the resolved/evaluate.json it ran under.
-The all-label linear probe `linear_full` (the published protocol, which the claims on an all-label
+The budget's own probes (rotation) run at every rung of an arm trained with rotations, its control
+included, so that their claims see the untrained encoder and the trend. The all-label linear probe `linear_full` (the published protocol, which the claims on an all-label
 linear evaluation read) is fitted at every checkpoint by the cheap evaluation (registration 3's),
 at the budget only by run 2's float32 one.
 """
@@ -96,7 +97,9 @@ def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", r
             if step in (0, cfg.steps):
                 uncalibrated[step] = linear_probes(method.f, method.g, data, probes, cheap)
             recalibrate_bn([method.f, method.g], data["x_train"], bn.bn_batches, bn.bn_batch_size)
-            by_step[step] = evaluate_method(method, cfg, data, probes, record["seed"], budget=step == cfg.steps,
+            # a rotated arm gets the budget's probes (rotation) at every rung, its untrained control included
+            by_step[step] = evaluate_method(method, cfg, data, probes, record["seed"],
+                                            budget=step == cfg.steps or cfg.rotate,
                                             cheap=cheap, full_labels=cheap or step == cfg.steps)
     return {"condition": record["condition"], "seed": record["seed"],
             "config_sha256": digest(evaluate_config.model_dump()), "status": record["status"],
