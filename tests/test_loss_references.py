@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from contrastive import losses
 from contrastive.methods import build_method
-from replication.run.config import RunConfig
+from helpers import run_config
 
 
 @pytest.fixture(autouse=True)
@@ -161,13 +161,8 @@ def test_the_siglip_arm_optimises_t_and_b_from_the_papers_values():
     """build_method's SigLIP arm: t and b start at the paper's values whatever the batch, and the
     training optimiser (every parameter that requires a gradient) includes them."""
     torch.set_default_dtype(torch.float32)
-    cfg = RunConfig(dataset="shapes", encoder="cnn3", method="simclr", loss="siglip", negatives="all", tau=0.2,
-                    learn_tau=False, tau_plus=None, normalize=True, head="mlp", proj_dim=8, batch=32,
-                    negatives_kept=None, checkpoints=[], steps=1, ladder=[], lr=1e-3, lr_rule="sqrt", lr_reference_batch=128,
-                    schedule="constant", margin=0.5,
-                    momentum=0.99, queue=16, bn_groups=1, ranks=1, shuffle_bn=False, supcon_inside=False,
-                    blur=False, colour=True, colour_strength=1.0, crop_min_side=0.55, rotate=False,
-                    channels_last=False)
+    cfg = run_config(dataset="shapes", loss="siglip", negatives="all", proj_dim=8, batch=32, lr=1e-3,
+                     channels_last=False)             # params.yaml's t and b: the paper's
     method = build_method(cfg, n_data=10, n_classes=10)
     assert method.criterion.b.item() == -10.0 and method.criterion.log_t.exp().item() == pytest.approx(10.0)
     trained = {name for name, p in method.named_parameters() if p.requires_grad}

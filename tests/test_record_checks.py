@@ -55,8 +55,25 @@ def world(tmp_path):
     return tmp_path
 
 
-def test_the_committed_run_passes_every_check():
-    check_inputs(read_resolved("conditions", root=ROOT), ROOT)
+def test_the_committed_run_passes_every_check(tmp_path):
+    """Every committed record passes; while a registered run is under way, the records of the studies
+    it has retrained so far (the others are the previous run's, made under other settings)."""
+    from test_committed_results import stale_studies
+    from tools.repro import registered_run_in_progress
+    conditions = read_resolved("conditions", root=ROOT)
+    if not registered_run_in_progress(ROOT):
+        check_inputs(conditions, ROOT)
+        return
+    done = {info["study"] for info in conditions["conditions"].values()} - stale_studies(ROOT)
+    done = {s for s in done if (ROOT / "results" / "evaluate" / s).is_dir()}
+    if not done:
+        pytest.skip("no study of the registered run has been retrained yet")
+    shutil.copytree(ROOT / "resolved", tmp_path / "resolved")
+    for kind in ("pretrain", "evaluate"):
+        for study in done:
+            shutil.copytree(ROOT / "results" / kind / study, tmp_path / "results" / kind / study)
+    check_inputs({**conditions, "conditions": {name: info for name, info in conditions["conditions"].items()
+                                               if info["study"] in done}}, tmp_path)
 
 
 def figures(seed, step):
