@@ -309,3 +309,34 @@ def test_a_null_that_holds_is_not_drawn_as_an_effect():
     with_effect = {**equal, "effect_scale": 100, "effect_unit": " points",
                    "contrast": {"direction": "equal", "diff_mean": 0.001, "diff_ci95": [-0.01, 0.012], "margin": 0.02}}
     assert [r["null"] for r in figures.forest_rows([with_effect])] == [True]
+
+
+# ---------------------------------------------------------------- figures a reader can read
+
+PAGE_PX = 1080          # notebook.css: the body's widest column, which a wider figure is shrunk to fit
+
+
+def smallest_text_px(svg):
+    """The smallest font of an inline SVG figure as the page shows it, in CSS pixels: its font size
+    (user units, the figure's points) scaled by the width it is drawn at (its own width in pt, 4/3 px
+    each, shrunk to the page's column when wider) over its viewBox width."""
+    width_pt = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)pt"', svg).group(1))
+    view_width = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg).group(1))
+    shown_px = min(width_pt * 4 / 3, PAGE_PX)
+    sizes = [float(s) for s in re.findall(r"font-size: ?([\d.]+)px", svg)]
+    return min(sizes) * shown_px / view_width
+
+
+def test_every_figure_s_text_is_at_least_11_px_on_the_page():
+    judged = json.loads(COMMITTED.read_text())
+    arms = [{"condition": f"arm_{i}", "figure": figure, "step": None, "seed": seed, "value": 40 + i + seed,
+             "unit": "points"} for i in range(6) for figure in ("h.linear_full", "z.linear_full") for seed in range(5)]
+    curves = {f"study_{s}": pd.DataFrame([{"series": f"condition {c}", "step": step, "loss": 5 - step / 1000,
+                                           "loss_min": 4.9 - step / 1000, "loss_max": 5.1 - step / 1000}
+                                          for c in range(3) for step in (0, 1200, 2400)]) for s in range(10)}
+    drawn = {"forest": figures.forest_plot(judged), "published against ours": figures.published_vs_ours(judged),
+             "ladder": figures.ladder_grid(judged),
+             "arms": figures.arm_panels(arms, [("h.linear_full", None), ("z.linear_full", None)], str, 0.95),
+             "losses": figures.loss_panels(curves, {})}
+    sizes = {name: smallest_text_px(figures.svg_markup(fig, name, name)) for name, fig in drawn.items()}
+    assert all(px >= 11 for px in sizes.values()), sizes

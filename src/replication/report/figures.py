@@ -17,6 +17,7 @@ import numpy as np
 
 from contrastive.train import augment_options as train_augment_options
 
+from ..judge.probes import CONTRASTIVE_TOP1, NAMES, PROBES
 from ..judge.verdicts import NO_EFFECT, NOT_TESTED, REPRODUCED, STYLE, rank as verdict_rank
 from .claims_view import null_reading, number, our_effect, published_effect, scale_unit
 
@@ -45,6 +46,11 @@ def figure_html(fig, alt, caption, key):
     return f"<figure>{svg_markup(fig, alt, key)}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
+# Every text of a figure, in points: 12 CSS px where a figure is drawn at its own width; figures are
+# at most WIDTH_IN wide, so that the page's 1,080-px column never shrinks them (tests/test_render.py)
+TEXT_PT = 9
+WIDTH_IN = 10.5
+
 UNITS = {"points": "effect in points of accuracy"}     # an axis title per unit; any other unit by name
 OWN_UNIT = "effect in the claim's own unit (a loss, a similarity or a correlation: see the claim's metric)"
 
@@ -72,7 +78,7 @@ def forest_plot(claims):
     rows = forest_rows(claims)
     units = list(dict.fromkeys(r["unit"] for r in rows)) or [""]
     sizes = [sum(r["unit"] == u for r in rows) for u in units]
-    fig, axes = plt.subplots(len(units), 1, figsize=(11, 0.15 * len(rows) + 1.2 * len(units) + 0.4), squeeze=False,
+    fig, axes = plt.subplots(len(units), 1, figsize=(WIDTH_IN - 3, 0.15 * len(rows) + 1.2 * len(units) + 0.4), squeeze=False,
                              gridspec_kw={"height_ratios": [n + 3 for n in sizes]})
     for ax, unit in zip(axes[:, 0], units):
         mine = [r for r in rows if r["unit"] == unit]
@@ -87,14 +93,14 @@ def forest_plot(claims):
                 artist.set_url(f"#claim-{r['claim']}")
             if r["published"] is not None:
                 ax.plot([r["published"]], [y], "|", color="black", ms=10, mew=2)
-        ax.set_yticks(range(len(mine)), [r["claim"] for r in reversed(mine)], fontsize=8)
+        ax.set_yticks(range(len(mine)), [r["claim"] for r in reversed(mine)], fontsize=TEXT_PT)
         for tick, r in zip(ax.get_yticklabels(), reversed(mine)):
             tick.set_url(f"#claim-{r['claim']}")
         for i in range(1, len(mine)):        # a rule between verdict groups
             if mine[i]["verdict"] != mine[i - 1]["verdict"]:
                 ax.axhline(len(mine) - i - 0.5, color="#555555", lw=0.6, ls=":")
         ax.set_ylim(-0.7, len(mine) - 0.3)
-        ax.set_xlabel(UNITS.get(unit, f"effect in {unit}" if unit else OWN_UNIT), fontsize=9)
+        ax.set_xlabel(UNITS.get(unit, f"effect in {unit}" if unit else OWN_UNIT), fontsize=TEXT_PT)
         ax.grid(axis="x", alpha=0.3)
     handles = [plt.Line2D([], [], color=c, marker=m, lw=2, label=v) for v, (c, m) in STYLE.items()
                if v != NOT_TESTED and any(r["verdict"] == v and not r["null"] for r in rows)]
@@ -103,7 +109,7 @@ def forest_plot(claims):
                                   label=f"{REPRODUCED}: a null that holds"))
     handles += [plt.Line2D([], [], color="black", marker="|", ms=10, mew=2, lw=0, label="published effect"),
                 plt.Rectangle((0, 0), 1, 1, color="#e6e6e6", label="inside the margin")]
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=9, frameon=False)
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=TEXT_PT, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -136,8 +142,8 @@ def published_vs_ours(claims):
         dot, = ax.plot([x], [y], marker, color=colour, ms=7)
         for artist in (bar, dot):
             artist.set_url(f"#claim-{c['id']}")
-        ax.annotate(str(i + 1), (x, y), textcoords="offset points", xytext=(4, 4 if i % 2 else -10), fontsize=8)
-        fig.text(0.7, 0.92 - i * 0.85 / len(points), f"{i + 1}  {c['id']}", fontsize=8, color=colour,
+        ax.annotate(str(i + 1), (x, y), textcoords="offset points", xytext=(4, 4 if i % 2 else -10), fontsize=TEXT_PT)
+        fig.text(0.7, 0.92 - i * 0.85 / len(points), f"{i + 1}  {c['id']}", fontsize=TEXT_PT, color=colour,
                  url=f"#claim-{c['id']}")
     ax.set_xlim(lo, hi), ax.set_ylim(lo, hi), ax.set_aspect("equal")
     units = sorted({scale_unit(c)[1].strip() or "the claim's unit" for _, c in points})
@@ -146,12 +152,12 @@ def published_vs_ours(claims):
     return fig
 
 
-def ladder_grid(claims, columns=4):
+def ladder_grid(claims, columns=3):
     """One small panel per ladder claim: the primary effect (claim's unit) and its interval
     against training steps (log axis), the margin band and the published effect."""
     ladder = [c for c in claims if c.get("ladder")]
     rows = max(1, -(-len(ladder) // columns))
-    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(WIDTH_IN, 2.6 * rows), squeeze=False)
     for ax, claim in zip(axes.flat, ladder):
         scale, unit = scale_unit(claim)
         steps, mean, lo, hi = [], [], [], []
@@ -168,21 +174,21 @@ def ladder_grid(claims, columns=4):
         if steps:
             ax.plot(steps, mean, marker + "-", color=colour, ms=4)
             ax.fill_between(steps, lo, hi, color=colour, alpha=0.2)
-            step_axis(ax, steps, fontsize=8)
+            step_axis(ax, steps, fontsize=TEXT_PT)
         if published_effect(claim) is not None:
             ax.axhline(published_effect(claim), color="black", ls=":", lw=1)
-        ax.tick_params(axis="y", labelsize=8)
-        ax.set_title(f"{claim['id']}\n{claim['verdict']}; trend: {claim.get('trend') or '–'}", fontsize=8,
+        ax.tick_params(axis="y", labelsize=TEXT_PT)
+        ax.set_title(f"{claim['id']}\n{claim['verdict']}; trend: {claim.get('trend') or '–'}", fontsize=TEXT_PT,
                      url=f"#claim-{claim['id']}")
-        ax.set_ylabel(unit.strip() or "effect", fontsize=8)
+        ax.set_ylabel(unit.strip() or "effect", fontsize=TEXT_PT)
     for ax in list(axes.flat)[len(ladder):]:
         ax.axis("off")
-    fig.supxlabel("training steps (log scale)", fontsize=9)
+    fig.supxlabel("training steps (log scale)", fontsize=TEXT_PT)
     fig.tight_layout()
     return fig
 
 
-def step_axis(ax, steps, fontsize=8):
+def step_axis(ax, steps, fontsize=TEXT_PT):
     """A log-scaled steps axis labelled at the rungs only."""
     from matplotlib.ticker import NullLocator
     ax.set_xscale("log")
@@ -224,10 +230,10 @@ def image_grid(rows):
         for j, (ax, (image, title)) in enumerate(zip(line, row)):
             ax.imshow(np.transpose(np.asarray(image), (1, 2, 0)).clip(0, 1), interpolation="nearest")
             if title != above[j]:
-                ax.set_title(textwrap.fill(title, 14), fontsize=7)
+                ax.set_title(textwrap.fill(title, 14), fontsize=TEXT_PT)
             above[j] = title
         if row_title:
-            line[0].set_ylabel(row_title, fontsize=8, rotation=0, ha="right", va="center")
+            line[0].set_ylabel(row_title, fontsize=TEXT_PT, rotation=0, ha="right", va="center")
     for ax in axes.flat:
         ax.set_xticks([]), ax.set_yticks([])
         if not ax.images:
@@ -305,6 +311,15 @@ def seed_plot(ax, df, x, y, level, hue=None, order=None):
     return ax
 
 
+def figure_name(figure):
+    """A record's figure in a reader's words: 'h: all-label linear probe' for 'h.linear_full'."""
+    embedding, _, key = figure.partition(".")
+    if not key:
+        return {CONTRASTIVE_TOP1: "pretext task, top-1"}.get(embedding, embedding)
+    name = NAMES.get(key) or (PROBES[key] if "{" not in PROBES.get(key, "{") else key)
+    return f"{embedding}: {name.removeprefix('the ')}"
+
+
 def arm_panels(rows, panels, label, level, marks=(), columns=3):
     """rows (claims_view.section_arms) as one seed plot per (figure, step) panel, a column per
     condition (labelled by `label`), the panels in the order given; accuracies in %. `marks`
@@ -313,7 +328,8 @@ def arm_panels(rows, panels, label, level, marks=(), columns=3):
     data = pd.DataFrame(rows)
     n_rows = -(-len(panels) // columns)
     width = min(columns, len(panels))
-    fig, axes = plt.subplots(n_rows, width, figsize=(4.6 * width, 3.3 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, width, figsize=(WIDTH_IN / columns * width, 3.4 * n_rows), squeeze=False)
+    in_percent = []
     for ax, (figure, step) in zip(axes.flat, panels):
         part = data[(data.figure == figure) & (data.step.isna() if step is None else data.step == step)].copy()
         part["arm"] = part.condition.map(label)
@@ -324,28 +340,35 @@ def arm_panels(rows, panels, label, level, marks=(), columns=3):
                 x = order.index(label(mark["condition"]))
                 ax.plot([x - 0.35, x + 0.35], [mark["value"]] * 2, color="black", ls="--", lw=1.5)
         percent = set(part.unit) == {"points"}
-        ax.set_xlabel(""), ax.set_ylabel(f"{figure} (%)" if percent else figure, fontsize=9)
-        ax.set_title(f"{figure} at {'the budget' if step is None else f'{step:,} steps'}", fontsize=9)
-        ax.tick_params(axis="x", labelrotation=30 if len(order) > 3 else 0, labelsize=8)
+        if percent:
+            in_percent.append(ax)
+        ax.set_xlabel(""), ax.set_ylabel("accuracy (%)" if percent else figure_name(figure), fontsize=TEXT_PT)
+        ax.set_title(f"{figure_name(figure)}, {'the budget' if step is None else f'{step:,} steps'}", fontsize=TEXT_PT)
+        ax.tick_params(axis="x", labelrotation=30 if len(order) > 3 else 0, labelsize=TEXT_PT)
         plt.setp(ax.get_xticklabels(), ha="right" if len(order) > 3 else "center", rotation_mode="anchor")
+    if in_percent:                  # accuracies on one scale, so that panels compare at a glance
+        low = min(ax.get_ylim()[0] for ax in in_percent)
+        high = max(ax.get_ylim()[1] for ax in in_percent)
+        for ax in in_percent:
+            ax.set_ylim(low, high)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     if marks:
         fig.legend(handles=[plt.Line2D([], [], color="black", ls="--", label="published: the other arm's mean plus "
                                        "the published effect")], loc="lower center", bbox_to_anchor=(0.5, 1.0),
-                   fontsize=9, frameon=False)
+                   fontsize=TEXT_PT, frameon=False)
     fig.tight_layout()
     return fig
 
 
-def loss_panels(curves, chance, columns=4):
+def loss_panels(curves, chance, columns=3):
     """One panel per study: each condition's training loss (mean over seeds, the band from the lowest
     to the highest seed) against steps; dotted grey: the chance loss of its conditions where the loss
     has one (judge.kinds.chance_loss); a log axis where a curve starts more than three times above the
     panel's last values. `curves`: {study: DataFrame of reports/plots/loss/<study>.csv}; `chance`:
     {condition: loss or None}."""
     n_rows = -(-len(curves) // columns)
-    fig, axes = plt.subplots(n_rows, columns, figsize=(11, 2.6 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, columns, figsize=(WIDTH_IN, 3.0 * n_rows), squeeze=False)
     for ax, (study, curve) in zip(axes.flat, curves.items()):
         for i, (name, line) in enumerate(curve.groupby("series", sort=False)):
             ax.plot(line.step, line.loss, color=f"C{i % 10}", lw=1.2, label=name)
@@ -355,10 +378,10 @@ def loss_panels(curves, chance, columns=4):
         last = curve.groupby("series").loss.last()
         if curve.loss.max() > 3 * last.max() > 0:
             ax.set_yscale("log")
-        ax.set_title(study, fontsize=9)
-        ax.set_xlabel("steps", fontsize=8), ax.set_ylabel("training loss", fontsize=8)
-        ax.tick_params(labelsize=7.5)
-        ax.legend(fontsize=6.5, frameon=False, loc="upper right")
+        ax.set_title(study, fontsize=TEXT_PT)
+        ax.set_xlabel("steps", fontsize=TEXT_PT), ax.set_ylabel("training loss", fontsize=TEXT_PT)
+        ax.tick_params(labelsize=TEXT_PT)
+        ax.legend(fontsize=TEXT_PT, frameon=False, loc="upper right")
     for ax in list(axes.flat)[len(curves):]:
         ax.axis("off")
     fig.tight_layout()
