@@ -311,7 +311,7 @@ def ladder_figure(names):
         ax.fill_between(means.index, 100 * np.array(lo), 100 * np.array(hi), color=f"C{i % 10}", alpha=0.15)
     figures.step_axis(ax, sorted(data[data.step > 0].step.unique()))
     ax.set_xlabel("training steps (log scale)"), ax.set_ylabel("linear probe on h (%)")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=figures.TEXT_PT, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     folded(f"The linear probe on h along the ladder ({len(laddered)} conditions)", figure(
         "Linear probe on h against training steps for each condition of this section with a ladder",

@@ -340,3 +340,27 @@ def test_every_figure_s_text_is_at_least_11_px_on_the_page():
              "losses": figures.loss_panels(curves, {})}
     sizes = {name: smallest_text_px(figures.svg_markup(fig, name, name)) for name, fig in drawn.items()}
     assert all(px >= 11 for px in sizes.values()), sizes
+
+
+def test_every_word_of_the_studies_table_is_defined_in_the_key_beneath_it():
+    """Each verdict, magnitude phrase and label the lore table prints has its definition in the key
+    printed right after the table (not on hover)."""
+    judged = json.loads(COMMITTED.read_text())
+    screen = page.first_screen(judged, "t", "s", RULES)
+    table_end = screen.index("</table>", screen.index("<table class='lore'>"))
+    key = screen[table_end:screen.index("</p>", table_end)]
+    assert key.startswith("</table><p class='key'>")
+    rows = [c for _, c in rc.lore(judged)]
+    assert all(page.badge(c["verdict"]) in key for c in rows)
+    words = {rc.magnitude_text(c) for c in rows} - {None} | {t for c in rows for t in rc.tags(c)}
+    assert words
+    for word in words:
+        term = page.term_of(word)
+        assert term and f"<i>{page.esc(term[0])}</i>" in key, word
+
+
+def test_the_first_screen_counts_the_verdicts_changed_since_the_first_rules():
+    moved = claim("a", "reproduced", 0.05, amended=[{"previous_verdict": "inconclusive"}])
+    kept = claim("b", "inconclusive", 0.0, amended=[{"previous_verdict": "inconclusive"}])
+    untouched = claim("c", "contradicted", -0.05)
+    assert page.changed_since_first([moved, kept, untouched]).startswith("1 of 3 judged verdicts differ")

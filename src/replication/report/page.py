@@ -9,8 +9,8 @@ from collections import Counter
 from . import claims_view as rc
 from .claims_view import slug
 from ..judge.registration import amends, path_of
-from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, NO_EFFECT, RULED_OUT, SHAPE, TREND_RULES, level_label, rank,
-                              verdict_rules)
+from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, JUDGED, MAGNITUDES, NO_EFFECT, RULED_OUT, SHAPE, TREND_RULES,
+                              level_label, rank, verdict_rules)
 
 DOCUMENTS = [   # the three source documents, by their titles
     ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
@@ -51,6 +51,7 @@ PAPERS = [   # (short name as the registry's sources cite it, reference, link)
      "https://arxiv.org/abs/2007.00224"),
 ]
 
+MAGNITUDE_TERM = "published inside ours / ours larger / ours smaller than published"    # verdicts.MAGNITUDES' phrases
 TERMS = [   # terms the page uses besides the verdicts and trends, defined once; {level}: the registered level
     ("effect", "the paired per-seed difference between the claim's two arms, signed so that positive supports the "
                "claim, in the claim's unit (points of accuracy, nats, ...), with its {level} t-interval"),
@@ -79,6 +80,8 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
                 "larger than published, whichever way the effect turns out against the margin"),
     ("read on …", "the claim's registered probe was not evaluated at the rungs it reads (run 2: the all-label "
                   "probe at the budget only), so its stand-in was read"),
+    (MAGNITUDE_TERM, "where the published effect lies "
+     "against our {level} interval: inside it, below it (ours larger) or above it (ours smaller)"),
     ("realisation", "the figure rests on realisations of one seed rather than on independent seeds"),
     ("not converged", "an arm still moved by more than the registered threshold between the last two rungs"),
     ("q (BH)", "Benjamini-Hochberg q-value over the registry: shown as a screen, decides nothing"),
@@ -143,12 +146,47 @@ def lore_table(claims, rules):
 
 
 def first_screen(claims, title, summary, rules, scale="", levels=None):
-    """Title, the replication summary, the scale line, the lore table, the levels table
-    (levels.method_levels) and the counts: what the first two screens hold."""
+    """Title, the replication summary, the scale line, the lore table with the key to its words, the
+    levels table (levels.method_levels), the counts and how many verdicts changed since the first
+    registration: what the first two screens hold."""
     return (f"<h1>{esc(title)}</h1><p class='summary'>{esc(summary)}</p>"
             + (f"<p class='scale'><b>Scale.</b> {esc(scale)}</p>" if scale else "")
             + f"<h2 id='sec-lore' class='lore'>The studies the repository exists for</h2>{lore_table(claims, rules)}"
-            + (levels_table(levels, rules) if levels is not None and len(levels) else "") + counts_list(claims))
+            + lore_key(claims, rules)
+            + (levels_table(levels, rules) if levels is not None and len(levels) else "") + counts_list(claims)
+            + f"<p class='scale'>{esc(changed_since_first(claims))}</p>")
+
+
+def term_of(word):
+    """The TERMS entry that defines a label as the page prints it ('reverses on wknn: ...' is defined
+    by 'reverses on …'), or None."""
+    for term, text in TERMS:
+        stem = term.removesuffix("…").rstrip(": ")
+        if word == term or (term.endswith("…") and word.startswith(stem)) or \
+                (term == MAGNITUDE_TERM and word in MAGNITUDES.values()):
+            return term, text
+    return None
+
+
+def lore_key(claims, rules):
+    """The words of the lore table, each defined where the reader first meets them (printed, not on
+    hover): its verdicts, the magnitude phrase and every label it shows."""
+    level = level_label(rules)
+    rows = [c for _, c in rc.lore(claims)]
+    verdicts = {c["verdict"] for c in rows}
+    pairs = [(badge(v), esc(rule)) for v, rule in verdict_rules(rules) if v in verdicts]
+    words = [rc.magnitude_text(c) for c in rows if rc.magnitude_text(c)] + [t for c in rows for t in rc.tags(c)]
+    defined = dict.fromkeys(filter(None, map(term_of, words)))
+    pairs += [(f"<i>{esc(term)}</i>", esc(text.format(level=level))) for term, text in defined]
+    return "<p class='key'><b>Key.</b> " + "; ".join(f"{term}: {text}" for term, text in pairs) + ".</p>"
+
+
+def changed_since_first(claims):
+    """How many judged verdicts differ from the verdict the first registered rules gave."""
+    judged = [c for c in claims if c.get("verdict") in JUDGED]
+    moved = sum(rc.original_verdict(c) != c["verdict"] for c in judged)
+    return (f"{moved} of {len(judged)} judged verdicts differ from the verdict the first registered rules gave (each "
+            "claim's amendments list what changed and why).")
 
 
 def levels_table(levels, rules):
