@@ -100,6 +100,7 @@ def test_the_control_is_the_untrained_encoder(smoke):
     b = json.loads((smoke / "results/evaluate/temperature_high/simclr_tau1/seed_0.json").read_text())
     assert a["rungs"] == [0, 3, 12, 24, 48]
     assert all(0 <= record["h"]["linear"] <= 1 for record in (a["control"], a["eval"]))    # 300 test images, 100 classes: 0 is possible
+    assert all(0 <= at[name]["linear_full"] <= 1 for at in a["at"].values() for name in "hz")   # the published protocol, every rung
     assert a["control"] == a["at"]["0"] and a["eval"] == a["at"]["24"]        # the budget: 2,400 steps, smoke-scaled
     assert a["control"]["h"] == b["control"]["h"] and a["eval"]["h"] != b["eval"]["h"]
 

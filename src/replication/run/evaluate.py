@@ -5,14 +5,15 @@ images (replication.run.calibration: the rule; weights untouched). The evaluatio
 (results/evaluate/<study>/<condition>/seed_<k>.json) holds `at` (rung step -> metrics, every
 checkpoint), `control` (step 0: the untrained encoder, calibrated), `eval` (the study's budget,
 `steps`, which most claims read; None for a run that failed before it, which is listed as failed
-and never averaged), `rungs` (the steps
-evaluated), `bn` ("calibrated") with `calibration` (its settings and rule), and the linear probe
-on h and z with the statistics the checkpoint was saved with: `control_uncalibrated` and
-`eval_uncalibrated`, and `config_sha256`, the digest of the resolved/evaluate.json it ran under.
+and never averaged), `rungs` (the steps evaluated), `bn` ("calibrated") with `calibration` (its
+settings and rule), and the linear probe on h and z with the statistics the checkpoint was saved
+with: `control_uncalibrated` and `eval_uncalibrated`, and `config_sha256`, the digest of the
+resolved/evaluate.json it ran under.
+
+The all-label linear probe `linear_full` (the published protocol, which the claims on an all-label
+linear evaluation read) is fitted at every checkpoint (run 2's records hold it at the budget only).
 The budget's own probes (rotation) run at every rung of an arm trained with rotations, its control
-included, so that their claims see the untrained encoder and the trend. The all-label linear probe `linear_full` (the published protocol, which the claims on an all-label
-linear evaluation read) is fitted at every checkpoint by the cheap evaluation (registration 3's),
-at the budget only by run 2's float32 one.
+included, so that their claims see the untrained encoder and the trend.
 """
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", r
             # a rotated arm gets the budget's probes (rotation) at every rung, its untrained control included
             by_step[step] = evaluate_method(method, cfg, data, probes, record["seed"],
                                             budget=step == cfg.steps or cfg.rotate,
-                                            cheap=cheap, full_labels=cheap or step == cfg.steps)
+                                            cheap=cheap, full_labels=True)
     return {"condition": record["condition"], "seed": record["seed"],
             "config_sha256": digest(evaluate_config.model_dump()), "status": record["status"],
             "reason": record["reason"], "rungs": sorted(by_step), "control": by_step.get(0),
