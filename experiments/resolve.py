@@ -1,6 +1,9 @@
 """Stage resolve: validate params.yaml, apply the active profile, and write the configuration each
 stage uses to resolved/ (one file per stage; see src/replication/run/config.py: resolve).
 
+Stage 2 of a registered run (analysis/stage_two.yaml, once its rule has chosen) adds a study
+<study>_stage2 for each study some of whose conditions get further seeds (run/stage_two.py).
+
 The stage depends on the whole of params.yaml, so any edit, a typo included, is validated here. Its
 output folder is persistent (DVC does not empty it first): a bad file stops with one line and exit
 status 2 before anything is written, and every file is serialised before the first one is. Only
@@ -12,7 +15,8 @@ import json
 import shutil
 import sys
 
-from replication.run.config import RESOLVED, load_params, resolve
+from replication.run import stage_two
+from replication.run.config import RESOLVED, ParamsError, load_params, resolve
 from replication.io import stage_outputs, write_json
 
 
@@ -43,7 +47,11 @@ def remove_stale(files):
 
 
 def main():
-    files = resolve(load_params())
+    try:
+        files = stage_two.extend(resolve(load_params()), stage_two.read_selection())
+    except ParamsError as e:
+        print(f"error: {e}; nothing written", file=sys.stderr)
+        raise SystemExit(2) from None
     try:
         changed = changed_files(files)
     except ValueError as e:

@@ -304,8 +304,10 @@ def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
     (tmp_path / "analysis/registration_2.json").write_text(json.dumps({"date": "2026-12-03",
                                                                        "sha256": {"params.yaml": registered}}))
     assert registered_run_in_progress(tmp_path) == "2026-12-03"            # the latest record's run
-    assert in_run_order(["report", "evaluate@b", "analyze", "pretrain@b", "pretrain@a", "evaluate@a", "data"]) == [
-        "data", "pretrain@a", "evaluate@a", "pretrain@b", "evaluate@b", "analyze", "report"]
+    assert in_run_order(["report", "evaluate@b", "analyze", "pretrain@b", "pretrain@a", "evaluate@a", "data",
+                         "evaluate_stage2@a_stage2", "pretrain_stage2@a_stage2"]) == [
+        "data", "pretrain@a", "evaluate@a", "pretrain@b", "evaluate@b", "pretrain_stage2@a_stage2",
+        "evaluate_stage2@a_stage2", "analyze", "report"]
 
 
 def test_a_run_in_progress_counts_its_own_stages_and_times_the_rest_by_its_estimate(tmp_path, monkeypatch, capsys):

@@ -177,12 +177,13 @@ def registered_run_in_progress(root="."):
 
 def in_run_order(stages):
     """Stages in the order a run takes them: each study's evaluation right after its pretraining
-    (a session may not keep the checkpoints for a later one), analysis and report last."""
-    group = {"resolve": 0, "data": 1, "analyze": 4, "report": 5}
+    (a session may not keep the checkpoints for a later one), stage 2's studies after stage 1's,
+    analysis and report last."""
+    group = {"resolve": 0, "data": 1, "pretrain": 3, "evaluate": 3, "pretrain_stage2": 4, "evaluate_stage2": 4,
+             "analyze": 5, "report": 6}     # stage 2's seeds (run/stage_two.py) after all of stage 1
     def rank(name):
         kind, _, study = name.partition("@")
-        paired = kind in ("pretrain", "evaluate")
-        return (3 if paired else group.get(kind, 2), study, kind == "evaluate", name)
+        return (group.get(kind, 2), study, kind.startswith("evaluate"), name)
     return sorted(stages, key=rank)
 
 

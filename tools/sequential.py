@@ -2,12 +2,29 @@
 in analysis/claims.yaml; judge/sequential.py) gives further seeds, the conditions that run them and
 the boundaries stage 2 is decided at. Reads reports/claims.json and analysis/claims.yaml.
 
-    python -m tools.sequential
+    python -m tools.sequential             # print the rule's choice
+    python -m tools.sequential --write     # and write it to analysis/stage_two.yaml, once
+
+--write is the look: it needs stage 1 judged under the latest registration (reports/summary.json's
+registered_on) and committed, so that git shows the interim analysis before stage 2's seeds; and
+it never overwrites a choice already made. Stage 2 then runs as DVC stages
+(run/stage_two.py): `make repro-stage STAGE=pretrain_stage2@<study>_stage2`, then evaluate_stage2@.
 """
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from replication.io import atomic_path
 from replication.judge import sequential
 from replication.judge.measure import conditions_of
 from replication.judge.record import RecordError, as_dicts, read_claims
+from replication.judge.registration import load as load_registration
 from replication.judge.registry import RegistryError, load_registry
+from replication.run.config import ParamsError
+from replication.run.stage_two import SELECTION, folder_of, read_selection
+
+CLAIMS, SUMMARY, CONDITIONS = "reports/claims.json", "reports/summary.json", "resolved/conditions.json"
 
 
 def report(rules, claims, judged):
@@ -17,7 +34,7 @@ def report(rules, claims, judged):
     n1, n2 = sequential.seeds(design)
     lines = [f"design: {design['spending']} spending of {rules['alpha']:g} one-sided over {n1} and {n2} seeds; "
              f"stage 1 decides at t > {c1:.3f} ({n1 - 1} df), stage 2 at t > {c2:.3f} ({n2 - 1} df)"]
-    chosen = sequential.select(judged, {c["id"]: c for c in claims}, design, conditions_of)
+    chosen = choose(rules, claims, judged)
     for c in chosen:
         if c["capped"]:
             lines.append(f"{c['id']}: {c['a']} vs {c['b']} (about {c['seeds_needed']} seeds): past the cap of "
@@ -31,7 +48,51 @@ def report(rules, claims, judged):
     return lines
 
 
-def main():
+def choose(rules, claims, judged):
+    """sequential.select on the judged claims: every candidate contrast, capped ones included."""
+    return sequential.select(judged, {c["id"]: c for c in claims}, rules["sequential"], conditions_of)
+
+
+def selection(chosen, study_of, design):
+    """analysis/stage_two.yaml's content for the contrasts that get seeds: the seeds, and per study
+    <study>_stage2 its chosen conditions in the order chosen."""
+    n1, n2 = sequential.seeds(design)
+    studies = {}
+    for c in chosen:
+        for name in c["conditions"] if not c["capped"] else []:
+            listed = studies.setdefault(folder_of(study_of[name]), [])
+            listed.append(name) if name not in listed else None
+    return {"seeds": list(range(n1, n2)), "studies": studies}
+
+
+def as_yaml(chosen, content):
+    """The file's text: what it is, the contrasts that chose it (comments), then `stage_two`."""
+    head = SELECTION.read_text(encoding="utf-8").split("stage_two:")[0]
+    why = [f"#   {c['id']}: {c['a']} vs {c['b']}, about {c['seeds_needed']} seeds would settle it"
+           for c in chosen if not c["capped"]]
+    studies = "".join(f"\n    {name}: [{', '.join(names)}]" for name, names in content["studies"].items())
+    return (head + "# Chosen after stage 1 for these contrasts:\n" + "\n".join(why) + "\nstage_two:\n"
+            f"  seeds: [{', '.join(map(str, content['seeds']))}]\n  studies:" + (studies or " {}") + "\n")
+
+
+def ready_to_look(registry_date):
+    """None when stage 1 is judged under the latest registration and committed; else why not."""
+    judged_on = json.loads(Path(SUMMARY).read_text()).get("registered_on") if Path(SUMMARY).exists() else None
+    if judged_on != registry_date:
+        return (f"{SUMMARY}: stage 1 is not yet judged under the registration of {registry_date}; finish its "
+                "stages and run `dvc repro analyze`")
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", CLAIMS, SUMMARY],
+                           capture_output=True, text=True).stdout.strip()
+    if dirty:
+        return f"{CLAIMS}: stage 1's analysis is not committed; commit it first, so that git shows the look came first"
+    if read_selection().studies:
+        return f"{SELECTION}: the rule has already chosen; stage 2 runs what it names (the look is made once)"
+    return None
+
+
+def main(argv=sys.argv[1:]):
+    if argv not in ([], ["--write"]):
+        raise SystemExit("usage: python -m tools.sequential [--write]")
     try:
         registry = load_registry()
         judged = as_dicts(read_claims())
@@ -41,6 +102,22 @@ def main():
         raise SystemExit("error: analysis/claims.yaml: rules.sequential: no sequential rule is registered; add "
                          "stage_one_seeds, further_seeds, seeds_needed_at_most and spending before the first look")
     print("\n".join(report(registry.rules, registry.claims, judged)))
+    if not argv:
+        return
+    try:
+        why_not = ready_to_look(load_registration()["date"])
+    except ParamsError as e:
+        raise SystemExit(f"error: {e}")
+    if why_not:
+        raise SystemExit(f"error: {why_not}")
+    study_of = {name: info["study"] for name, info in json.loads(Path(CONDITIONS).read_text())["conditions"].items()}
+    chosen = choose(registry.rules, registry.claims, judged)
+    content = selection(chosen, study_of, registry.rules["sequential"])
+    with atomic_path(SELECTION) as tmp:
+        tmp.write_text(as_yaml(chosen, content), encoding="utf-8")
+    print(f"wrote {SELECTION}: {sum(map(len, content['studies'].values()))} conditions in "
+          f"{len(content['studies'])} studies; run `dvc repro resolve`, then each study's pretrain_stage2@ and "
+          "evaluate_stage2@ stage")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,117 @@
+"""Stage 2 of a registered run (run/stage_two.py, tools/sequential.py --write): the rule's choice
+becomes studies <study>_stage2 that train only the chosen conditions at the new seeds, and DVC
+stages of their own; before the look nothing changes."""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from replication.run import stage_two
+from replication.run.config import ParamsError, read_params, resolve
+from tools import sequential as tool
+
+from helpers import ROOT
+
+SEEDS = list(range(5, 15))
+CHOSEN = [{"id": "simclr-temperature", "a": "tau 0.1", "b": "tau 0.05", "seeds_needed": 9, "capped": False,
+           "conditions": ["simclr_tau01", "simclr_tau005"]},
+          {"id": "moco-momentum-long", "a": "m 0.99", "b": "m 0.999", "seeds_needed": 12, "capped": False,
+           "conditions": ["moco_m099", "simclr_tau01"]},
+          {"id": "other", "a": "x", "b": "y", "seeds_needed": 14, "capped": True, "conditions": ["simclr"]}]
+STUDY_OF = {"simclr_tau01": "temperature", "simclr_tau005": "temperature_low", "moco_m099": "moco_momentum",
+            "simclr": "simclr_mocov2"}
+DESIGN = {"stage_one_seeds": 5, "further_seeds": 10}
+
+
+@pytest.fixture(scope="module")
+def stage_one():
+    return resolve(read_params())
+
+
+def test_before_the_look_resolve_writes_stage_one_alone(stage_one):
+    """The committed selection chooses nothing: resolve's files are exactly stage 1's."""
+    selection = stage_two.read_selection()
+    assert (selection.seeds, selection.studies) == ([], {})
+    assert stage_two.extend(stage_one, selection) is stage_one
+
+
+def test_a_chosen_study_trains_only_its_chosen_conditions_at_the_new_seeds(stage_one):
+    chosen = stage_two.StageTwo(seeds=SEEDS, studies={"temperature_stage2": ["simclr_tau01"]})
+    files = stage_two.extend(stage_one, chosen)
+    study = files["pretrain/temperature_stage2.json"]
+    assert study["study"] == "temperature_stage2" and study["seeds"] == SEEDS
+    assert study["conditions"] == {"simclr_tau01": stage_one["pretrain/temperature.json"]["conditions"]["simclr_tau01"]}
+    assert {k: v for k, v in study.items() if k not in ("study", "seeds", "conditions")} == \
+        {k: v for k, v in stage_one["pretrain/temperature.json"].items() if k not in ("study", "seeds", "conditions")}
+    runs = files["conditions.json"]["conditions"]["simclr_tau01"]["runs"]
+    assert runs == {"temperature": stage_one["conditions.json"]["seeds"], "temperature_stage2": SEEDS}
+    assert "runs" not in files["conditions.json"]["conditions"]["simclr_tau1"]          # not chosen
+    assert "runs" not in stage_one["conditions.json"]["conditions"]["simclr_tau01"]     # stage 1's untouched
+    assert files["pretrain/temperature.json"] == stage_one["pretrain/temperature.json"]
+
+
+@pytest.mark.parametrize("seeds, studies, named", [
+    ([4, 5], {"temperature_stage2": ["simclr_tau01"]}, "stage_two.seeds"),          # a seed stage 1 ran
+    ([5, 5], {"temperature_stage2": ["simclr_tau01"]}, "stage_two.seeds"),
+    (SEEDS, {"temperature": ["simclr_tau01"]}, "stage_two.studies.temperature:"),   # not <study>_stage2
+    (SEEDS, {"nope_stage2": ["simclr_tau01"]}, "stage_two.studies.nope_stage2"),
+    (SEEDS, {"temperature_stage2": ["simclr_tau1"]}, "simclr_tau1 is not a condition of temperature"),
+    (SEEDS, {"temperature_stage2": []}, "no conditions"),
+])
+def test_a_bad_selection_is_one_line_naming_its_key(stage_one, seeds, studies, named):
+    with pytest.raises(ParamsError, match=named) as e:
+        stage_two.extend(stage_one, stage_two.StageTwo(seeds=seeds, studies=studies))
+    assert str(e.value).startswith("analysis/stage_two.yaml: ") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("text, named", [
+    ("stage_two:\n  seeds: [5]\n  studies: {}\n  extra: 1\n", "stage_two.extra: unknown key"),
+    ("stage_two:\n  seeds: [-1]\n  studies: {}\n", "stage_two.seeds.0"),
+    ("seeds: [5]\n", "expected one key, stage_two"),
+    ("stage_two: [\n", "not YAML"),
+])
+def test_a_malformed_file_is_one_line_naming_it(tmp_path, text, named):
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(ParamsError, match=named):
+        stage_two.read_selection(tmp_path / "s.yaml")
+    with pytest.raises(ParamsError, match="missing"):
+        stage_two.read_selection(tmp_path / "absent.yaml")
+
+
+def test_the_written_choice_reads_back_as_the_rule_chose(stage_one, tmp_path, monkeypatch):
+    """Capped contrasts get nothing; a condition two contrasts read is listed once, under its study."""
+    content = tool.selection(CHOSEN, STUDY_OF, DESIGN)
+    assert content == {"seeds": SEEDS, "studies": {"temperature_stage2": ["simclr_tau01"],
+                                                   "temperature_low_stage2": ["simclr_tau005"],
+                                                   "moco_momentum_stage2": ["moco_m099"]}}
+    text = tool.as_yaml(CHOSEN, content)
+    assert "#   moco-momentum-long: m 0.99 vs m 0.999" in text and "other" not in text
+    (tmp_path / "s.yaml").write_text(text)
+    selection = stage_two.read_selection(tmp_path / "s.yaml")
+    assert (selection.seeds, selection.studies) == (content["seeds"], content["studies"])
+    files = stage_two.extend(stage_one, selection)
+    assert {p for p in files if p.endswith("_stage2.json")} == {f"pretrain/{s}.json" for s in content["studies"]}
+
+
+def test_dvc_lists_a_pretrain_and_evaluate_stage_per_chosen_study(tmp_path):
+    """dvc.yaml's stage-2 stages are stage 1's, on <study>_stage2 (its own resolved file and records)."""
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis/stage_two.yaml").write_text(
+        "stage_two:\n  seeds: [5, 6]\n  studies: {temperature_stage2: [simclr_tau01]}\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, check=True)
+    listed = subprocess.run([sys.executable, "-m", "dvc", "stage", "list", "--all"], cwd=tmp_path, check=True,
+                            capture_output=True, text=True).stdout
+    assert "pretrain_stage2@temperature_stage2" in listed and "evaluate_stage2@temperature_stage2" in listed
+    stages = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, dvc.repo; r = dvc.repo.Repo('.'); print(json.dumps({s.addressing: "
+         "[str(d) for d in s.deps] + [str(o) for o in s.outs] + [s.cmd] for s in r.index.stages}))"],
+        cwd=tmp_path, check=True, capture_output=True, text=True).stdout)
+    assert stages["pretrain_stage2@temperature_stage2"] == [
+        x.replace("temperature", "temperature_stage2") for x in stages["pretrain@temperature"]]
+    assert stages["evaluate_stage2@temperature_stage2"] == [
+        x.replace("temperature", "temperature_stage2") for x in stages["evaluate@temperature"]]
