@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.compare import arm_costs, cause, compare, markdown
+from tools.compare import arm_costs, causes, compare, markdown, seeds_read
 from helpers import judged_claims
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,34 +62,53 @@ def claim(arm, study="simclr", **rule):
 
 
 def test_a_new_claim_or_a_new_arm_is_an_arm_changed():
-    assert cause(None, claim("simclr"), OLD, NEW, DEFAULTS) == ("arm changed", "new claim")
-    assert cause(claim("simclr_crop"), claim("simclr_crop"), OLD, NEW, DEFAULTS) == ("arm changed", "arms simclr_crop (new arm)")
+    assert causes(None, claim("simclr"), OLD, NEW, DEFAULTS) == [("arm changed", "new claim")]
+    assert causes(claim("simclr_crop"), claim("simclr_crop"), OLD, NEW, DEFAULTS) == [
+        ("arm changed", "arms simclr_crop (new arm)")]
 
 
-def test_an_arm_retrained_with_other_settings_is_budget_protocol_or_both():
-    assert cause(claim("simclr_b32"), claim("simclr_b32"), OLD, NEW, DEFAULTS) == ("protocol", "arms simclr_b32 (lr)")
+def test_an_arm_retrained_with_other_settings_is_tuning_horizon_budget_or_protocol():
+    assert causes(claim("simclr_b32"), claim("simclr_b32"), OLD, NEW, DEFAULTS) == [("tuning", "tuning: simclr_b32 (lr)")]
     # found in the study that holds it now; a momentum where the method has none is no change
-    assert cause(claim("simclr_long"), claim("simclr_long", "longer"), OLD, NEW, DEFAULTS) == (
-        "budget", "arms simclr_long (steps)")
-    assert cause(claim("moco"), claim("moco", "longer"), OLD, NEW, DEFAULTS) == (
-        "budget and protocol", "arms moco (momentum, precision, steps)")
+    assert causes(claim("simclr_long"), claim("simclr_long", "longer"), OLD, NEW, DEFAULTS) == [
+        ("budget", "budget: simclr_long (steps)")]
+    assert [why for why, _ in causes(claim("moco"), claim("moco", "longer"), OLD, NEW, DEFAULTS)] == [
+        "horizon", "budget", "protocol"]
+    assert causes(claim("moco"), claim("moco", "longer"), OLD, NEW, DEFAULTS) == [
+        ("horizon", "horizon: moco (momentum)"), ("budget", "budget: moco (steps)"),
+        ("protocol", "protocol: moco (precision)")]
 
 
-def test_a_changed_rule_is_judging_and_wording_is_nothing():
+def test_another_probe_a_new_gate_and_a_changed_rule_are_told_apart_and_wording_is_nothing():
     old, new = claim("simclr", margin=2.0, statement="a"), claim("simclr", margin=1.0, statement="b")
-    assert cause(old, new, OLD, NEW, DEFAULTS) == ("judging", "rule margin")
+    assert causes(old, new, OLD, NEW, DEFAULTS) == [("rule", "rule margin")]
+    probe = claim("simclr")
+    probe["arms"]["x"]["key"] = "h.linear_full"
+    assert causes(claim("simclr"), probe, OLD, NEW, DEFAULTS) == [("probe", "arms read another figure")]
+    gated = claim("simclr", reference=["x"])
+    assert causes(claim("simclr"), gated, OLD, NEW, DEFAULTS) == [("gate", "gated arms (reference)")]
+    both = {**probe, "reference": ["x"], "margin": 1.0}
+    assert [why for why, _ in causes(claim("simclr"), both, OLD, NEW, DEFAULTS)] == ["probe", "gate", "rule"]
 
 
-def test_the_dataset_and_knobs_at_their_defaults_leave_data_and_evaluation():
-    assert cause(claim("simclr"), claim("simclr"), OLD, NEW, DEFAULTS) == ("data and evaluation", "")
+def test_the_dataset_and_knobs_at_their_defaults_are_no_cause():
+    assert causes(claim("simclr"), claim("simclr"), OLD, NEW, DEFAULTS) == []
     every_arm = claim("*")
-    assert cause(every_arm, every_arm, OLD, NEW, DEFAULTS)[1].startswith("arms simclr_crop (new arm); simclr_b32 (lr)")
+    found = causes(every_arm, every_arm, OLD, NEW, DEFAULTS)
+    assert found[0] == ("arm changed", "arms simclr_crop (new arm)") and found[1][0] == "tuning"
+
+
+def test_the_seeds_a_claim_read_are_its_largest_contrast():
+    assert seeds_read({"contrasts": [{"seeds": [0, 1, 2]}, {"seeds": list(range(15))}]}) == 15
+    assert seeds_read({"contrast": {"seeds": [0, 1]}}) == 2 and seeds_read({}) == 0
 
 
 def test_the_table_counts_causes_and_newly_tested_claims():
-    text = markdown([("c", "not tested", "reproduced", "arm changed", "new claim")], ["gone"], ["c"], 3)
+    text = markdown([("c", "not tested", "reproduced", "arm changed", "new claim"),
+                     ("d", "inconclusive", "reproduced", "tuning + seeds", "arms a (lr); 5 -> 15 seeds")], ["gone"], ["c"], 3)
     assert "| c | not tested | reproduced | arm changed | new claim |" in text
-    assert "1 of 3 verdicts moved: 1 arm changed." in text and "Claims removed: gone." in text
+    assert "2 of 3 verdicts moved; by cause (a move may have several): 1 arm changed, 1 tuning, 1 seeds." in text
+    assert "Claims removed: gone." in text
     assert text.endswith("with a measured verdict now: 1.")
 
 

@@ -10,22 +10,27 @@ Effect shifts: a rerun on another CPU or thread count is a second realisation of
 effects move a little, and a verdict near a threshold may flip. A shift larger than the old
 interval's half-width is marked with '!'.
 
-Causes (revisions only): a verdict can move because the claim's rule changed (judging), because the
-arms it reads were trained differently (budget, protocol, arm changed), or, with neither, because
-the data and the evaluation under the same rule changed. Each move is given the first of those that
-applies, read from the two revisions' analysis/claims.yaml and resolved/pretrain/*.json:
+Causes (revisions only): a verdict can move because the claim's definition or rule changed, because
+the arms it reads were trained differently, because it read more seeds, or, with none of these,
+because the data and the evaluation under the same rule changed. Each move is given every cause that
+applies, read from the two revisions' analysis/claims.yaml, resolved/pretrain/*.json and judged
+claims, in this order:
 
-- arm changed: the claim is new, or a key naming what it reads changed (arms, runs, ladder, ...),
-  or an arm it reads is new (by name, in any study);
-- budget, protocol, or both: an arm it reads was trained with other settings: budget for the
-  steps, rungs and checkpoints, protocol for any other (precision, learning rate and its rule,
-  MoCo's momentum and queue where the method has them); the dataset and knobs added at their
-  defaults aside;
-- judging: a key of its decision rule changed (direction, margin, basis, tolerance, ...);
-- judging: also a move that a registry-wide rule change after the registration made (claims.json's
-  `rules_amended`), shown post hoc;
-- data and evaluation: neither; a claim that reads no trained arm moved with its example's rerun
-  or with judging code.
+- arm changed: the claim is new, or the arms it reads changed (a, b, runs, ladder, ...), or an arm it
+  reads is new (by name, in any study);
+- probe: an arm reads another figure of the same runs (its key: the all-label probe for the
+  20-label one, say);
+- gate: the arms gated on having trained (reference, outcome) changed;
+- tuning, horizon, budget, protocol: an arm it reads was trained with other settings: tuning for the
+  optimiser's and loss's knobs a pilot tunes (learning rate and its rule, lambda, margin,
+  temperature), horizon for MoCo's momentum and queue (the steps a key encoder or queue spans) where
+  the method has them, budget for the steps, rungs and checkpoints, protocol for any other
+  (precision, ...); the dataset and knobs added at their defaults aside;
+- rule: a key of its decision rule changed (direction, margin, basis, tolerance, ...), or a
+  registry-wide rule change after the registration (claims.json's `rules_amended`), shown post hoc;
+- seeds: a contrast read more (or fewer) seeds: the sequential rule's second stage;
+- data and evaluation: none of these; a claim that reads no trained arm moved with its example's
+  rerun or with judging code.
 
 Below the table, every arm new since OLD with its cost: steps to its last rung x batch x seeds
 (images drawn), and the training time its records measured (with their CPU). Judging code that
@@ -122,8 +127,9 @@ def compare(old, new):
     return lines
 
 
-DESIGN_KEYS = {"arms", "a", "b", "runs", "ladder", "reference", "x", "y", "at", "realisations",
-               "realisation", "measured", "collapse"}
+DESIGN_KEYS = {"arms", "a", "b", "runs", "ladder", "x", "y", "at", "realisations", "realisation", "measured",
+               "collapse"}
+GATE_KEYS = {"reference", "outcome"}
 WORDING_KEYS = {"statement", "source", "metric", "section", "amended", "reason", "scale_note",
                 "published_effect", "effect_unit"}
 RECORD = re.compile(r"results/(?:evaluate|pretrain)/([^/]+)/([^/]+)/seed_")
@@ -154,7 +160,10 @@ def arms_read(claim, studies):
     return pairs
 
 
-BUDGET_KEYS = {"steps", "ladder", "checkpoints"}
+# the settings behind each retraining cause (any other is protocol)
+RETRAINING = {"tuning": {"lr", "lr_rule", "lam", "margin", "tau", "siglip_t", "siglip_b"},
+              "horizon": {"momentum", "queue"},
+              "budget": {"steps", "ladder", "checkpoints"}}
 MOMENTUM_METHODS = {"moco", "memory_bank"}          # the methods whose momentum and queue are used
 
 
@@ -178,41 +187,66 @@ def find(studies, cond, study):
     return studies.get(study, {}).get(cond) or next((s[cond] for s in studies.values() if cond in s), None)
 
 
-def retraining_cause(changes):
-    """'budget', 'protocol' or 'budget and protocol' for the settings an arm changed."""
-    kinds = ["budget"] * bool(set(changes) & BUDGET_KEYS) + ["protocol"] * bool(set(changes) - BUDGET_KEYS)
-    return " and ".join(kinds)
+def retraining_cause(setting):
+    """tuning, horizon or budget (RETRAINING) for a setting that changed, else protocol."""
+    return next((why for why, keys in RETRAINING.items() if setting in keys), "protocol")
 
 
-def cause(old_claim, new_claim, old_studies, new_studies, defaults):
-    """(cause, detail) of a claim's move between two revisions."""
+def listed(items, at_most=6):
+    """Items joined by '; ', the ones past `at_most` counted instead of named."""
+    return "; ".join(items[:at_most]) + (f"; and {len(items) - at_most} more" if len(items) > at_most else "")
+
+
+def without_keys(arms):
+    """A claim's arms with the figure each reads left out: what stays when only the probe changed."""
+    if isinstance(arms, dict):
+        return {k: without_keys(v) for k, v in arms.items() if k != "key"}
+    return [without_keys(v) for v in arms] if isinstance(arms, list) else arms
+
+
+def causes(old_claim, new_claim, old_studies, new_studies, defaults):
+    """[(cause, detail)] of a claim's move between two revisions (module docstring), every one that
+    applies, in order; seeds and registry-wide rules are added by `moves`, which reads the judged
+    claims."""
     if old_claim is None:
-        return "arm changed", "new claim"
+        return [("arm changed", "new claim")]
     changed = {k for k in old_claim.keys() | new_claim.keys() if unplaced(old_claim.get(k)) != unplaced(new_claim.get(k))}
+    found = []
     if changed & DESIGN_KEYS:
-        return "arm changed", "reads " + ", ".join(sorted(changed & DESIGN_KEYS))
-    new_arms, retrained, changes = [], [], set()
+        probe_only = changed & DESIGN_KEYS == {"arms"} and \
+            unplaced(without_keys(old_claim["arms"])) == unplaced(without_keys(new_claim["arms"]))
+        found.append(("probe", "arms read another figure") if probe_only else
+                     ("arm changed", "reads " + ", ".join(sorted(changed & DESIGN_KEYS))))
+    if changed & GATE_KEYS:
+        found.append(("gate", "gated arms (" + ", ".join(sorted(changed & GATE_KEYS)) + ")"))
+    new_arms, retrained = [], {why: [] for why in [*RETRAINING, "protocol"]}
     for study, cond in sorted(arms_read(new_claim, new_studies)):
         before = find(old_studies, cond, study)
         if before is None:
             new_arms.append(f"{cond} (new arm)")
-        elif diff := setting_changes(before, new_studies[study][cond], defaults):
-            retrained.append(f"{cond} ({', '.join(diff)})")
-            changes |= set(diff)
-    if new_arms:
-        return "arm changed", "arms " + "; ".join(new_arms + retrained)
-    if retrained:
-        return retraining_cause(changes), "arms " + "; ".join(retrained)
-    if judged := changed - DESIGN_KEYS - WORDING_KEYS:
-        return "judging", "rule " + ", ".join(sorted(judged))
-    if arms_read(new_claim, new_studies):
-        return "data and evaluation", ""
-    return "example rerun or judging code", ""
+            continue
+        diff = setting_changes(before, new_studies[study][cond], defaults)
+        for why, arms in retrained.items():
+            if keys := [k for k in diff if retraining_cause(k) == why]:
+                arms.append(f"{cond} ({', '.join(keys)})")
+    if new_arms and not any(why == "arm changed" for why, _ in found):
+        found.insert(0, ("arm changed", "arms " + listed(new_arms)))
+    found += [(why, f"{why}: " + listed(arms)) for why, arms in retrained.items() if arms]
+    if judged := changed - DESIGN_KEYS - GATE_KEYS - WORDING_KEYS:
+        found.append(("rule", "rule " + ", ".join(sorted(judged))))
+    return found
+
+
+def seeds_read(judged):
+    """The most seeds any contrast of a judged claim (claims.json, as a dict) read."""
+    contrasts = judged.get("contrasts") or ([judged["contrast"]] if judged.get("contrast") else [])
+    return max((len(c.get("seeds") or []) for c in contrasts), default=0)
 
 
 def moves(old_rev, new_rev=None):
     """Rows (id, old verdict, new verdict, cause, detail), and the counts below the table."""
-    old_verdicts = {c["id"]: c["verdict"] for c in load(old_rev)}
+    judged_before = {c["id"]: c for c in load(old_rev)}
+    old_verdicts = {cid: c["verdict"] for cid, c in judged_before.items()}
     judged_now = {c["id"]: c for c in load(new_rev)}
     new_verdicts = {cid: c["verdict"] for cid, c in judged_now.items()}
     # in path form (in_path_form): an arm that names its condition reads the records its pattern did
@@ -223,11 +257,18 @@ def moves(old_rev, new_rev=None):
     rows = []
     for cid, verdict in new_verdicts.items():
         old = old_verdicts.get(cid, "(no claim)")
-        if old != verdict:
-            amended = judged_now[cid].get("rules_amended")      # a registry-wide rule change moved it
-            why = ("judging", f"rule change of {amended[-1]['date']} (post hoc)") if amended else \
-                cause(old_defs.get(cid), new_defs[cid], old_studies, new_studies, defaults)
-            rows.append((cid, old, verdict, *why))
+        if old == verdict:
+            continue
+        found = causes(old_defs.get(cid), new_defs[cid], old_studies, new_studies, defaults)
+        if amended := judged_now[cid].get("rules_amended"):          # a registry-wide rule change moved it
+            found.append(("rule", f"rule change of {amended[-1]['date']} (post hoc)"))
+        before, after = seeds_read(judged_before.get(cid, {})), seeds_read(judged_now[cid])
+        if cid in judged_before and before and after and before != after:
+            found.append(("seeds", f"{before} -> {after} seeds"))
+        found = found or [("data and evaluation" if arms_read(new_defs[cid], new_studies)
+                           else "example rerun or judging code", "")]
+        named = list(dict.fromkeys(why for why, _ in found))
+        rows.append((cid, old, verdict, " + ".join(named), "; ".join(detail for _, detail in found if detail)))
     removed = sorted(set(old_verdicts) - set(new_verdicts))
     newly_tested = [cid for cid, v in new_verdicts.items()
                     if old_verdicts.get(cid, NOT_TESTED) in set(NOT_JUDGED) and v not in set(NOT_JUDGED)]
@@ -238,8 +279,9 @@ def markdown(rows, removed, newly_tested, n_claims):
     """The table and its counts as markdown."""
     lines = ["| claim | before | now | cause | what changed |", "|---|---|---|---|---|"]
     lines += [f"| {cid} | {old} | {new} | {why} | {detail} |" for cid, old, new, why, detail in rows]
-    causes = ", ".join(f"{n} {why}" for why, n in Counter(row[3] for row in rows).most_common())
-    lines += ["", f"{len(rows)} of {n_claims} verdicts moved" + (f": {causes}." if causes else ".")]
+    counted = ", ".join(f"{n} {why}" for why, n in Counter(w for row in rows for w in row[3].split(" + ")).most_common())
+    lines += ["", f"{len(rows)} of {n_claims} verdicts moved" + (f"; by cause (a move may have several): {counted}."
+                                                                 if counted else ".")]
     lines.append(f"Claims removed: {', '.join(removed) or 'none'}.")
     lines.append(f"Claims untested before (or new) with a measured verdict now: {len(newly_tested)}.")
     return "\n".join(lines)
