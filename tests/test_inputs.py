@@ -96,8 +96,11 @@ def resolve_main():
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A folder with the committed resolved/ and one result file; the test writes params.yaml."""
+    """A folder with the committed resolved/, stage 2's selection and one result file; the test
+    writes params.yaml."""
     shutil.copytree(ROOT / "resolved", tmp_path / "resolved")
+    (tmp_path / "analysis").mkdir()
+    shutil.copy(ROOT / "analysis" / "stage_two.yaml", tmp_path / "analysis")
     (tmp_path / "results").mkdir()
     shutil.copy(ROOT / "results" / "determinism.json", tmp_path / "results")
     monkeypatch.chdir(tmp_path)
@@ -125,6 +128,24 @@ def test_bad_params_stop_resolve_with_one_line_and_touch_nothing(project, resolv
     assert named in err, err
     assert snapshot(project) == before            # params.yaml, resolved/ and results/ as they were
     assert not (project.parent / "x.json").exists()
+
+
+@pytest.mark.parametrize("selection, named", [
+    ("stage_two:\n  seeds: [0]\n  studies: {temperature_stage2: [simclr_tau01]}\n", "stage_two.seeds"),
+    ("stage_two:\n  seeds: [5]\n  studies: {temperature_stage2: [simclr]}\n", "stage_two.studies.temperature_stage2"),
+    ("stage_two: {}\n", "stage_two.seeds"),
+])
+def test_a_bad_stage_two_selection_stops_resolve_with_one_line_and_touches_nothing(project, resolve_main, capsys,
+                                                                                   selection, named):
+    (project / "params.yaml").write_text(GOOD)
+    (project / "analysis" / "stage_two.yaml").write_text(selection)
+    before = snapshot(project)
+    with pytest.raises(SystemExit) as stop:
+        resolve_main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("error: analysis/stage_two.yaml: ") and err.count("\n") == 1, err
+    assert named in err, err
+    assert snapshot(project) == before
 
 
 def test_a_study_name_given_to_a_stage_is_checked_before_it_becomes_a_path(tmp_path):
