@@ -325,3 +325,11 @@ def test_a_run_in_progress_counts_its_own_stages_and_times_the_rest_by_its_estim
     report_progress("2026-12-02", ["pretrain@b", "evaluate@b", "analyze"], times)
     said = capsys.readouterr().out
     assert "2 stages done in 11 minutes, 3 to go, about 26 minutes more" in said
+    # the done stages of a kind that the estimate times set that kind's pace: evaluate@a took twice its 1 minute
+    Path(RUN_COST).write_text(json.dumps({"stages": {"a": {"pretrain_min": 10.0, "evaluate_min": 1.0},
+                                                     "b": {"pretrain_min": 20.0, "evaluate_min": 4.0}}}))
+    report_progress("2026-12-02", ["pretrain@b", "evaluate@b", "analyze"], {**times, "evaluate@a": {
+        "seconds": 120.0, "run": 2}})
+    said = capsys.readouterr().out
+    assert "3 stages done in 13 minutes, 3 to go, about 30 minutes more" in said            # 20 + 2 x 4 + 2
+    assert "evaluate stages x 2.00, pretrain stages x 1.00, as the done ones ran" in said

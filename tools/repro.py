@@ -197,19 +197,34 @@ def run_estimates(path=RUN_COST):
             for study, minutes in studies.items() for kind in ("pretrain", "evaluate")}
 
 
+def pace(done, estimate):
+    """{kind: seconds taken / seconds estimated} over the done stages of each kind (pretrain,
+    evaluate) that the estimate times: how far the run's estimate is off so far."""
+    taken, planned = {}, {}
+    for stage, seconds in done.items():
+        if stage in estimate:
+            kind = stage.partition("@")[0]
+            taken[kind], planned[kind] = taken.get(kind, 0) + seconds, planned.get(kind, 0) + estimate[stage]
+    return {kind: taken[kind] / planned[kind] for kind in taken if planned[kind] > 0}
+
+
 def report_progress(date, stale, times):
     """What a clone in the middle of the registered run says, instead of retraining: the stages to go,
     timed by the run's cost estimate (the previous run's times would mislead: its budgets differ),
-    and what the stages of this run took so far."""
+    each kind scaled by the pace its done stages kept, and what the stages of this run took so far."""
     from replication.judge.registration import load        # imports torch: only when asked
     run = load()["run"]
-    estimate = {s: {"seconds": t} for s, t in run_estimates().items()}
-    ahead = {s: estimate.get(s) or times[s] for s in stale if s in estimate or s in times}
+    done = {s: r["seconds"] for s, r in times.items() if r.get("run") == run}
+    estimate = run_estimates()
+    scale = pace(done, estimate)
+    ahead = {s: {"seconds": estimate[s] * scale.get(s.partition("@")[0], 1)} if s in estimate else times[s]
+             for s in stale if s in estimate or s in times}
     _, total = minutes(stale, ahead)
-    done = [r["seconds"] for r in times.values() if r.get("run") == run]
+    paced = ", ".join(f"{kind} stages x {ratio:.2f}" for kind, ratio in sorted(scale.items()))
     print(f"Registered run {run} (rules registered on {date}) is in progress: {len(done)} stages done in "
-          f"{sum(done) / 60:.0f} minutes, {len(stale)} to go, about {total:.0f} minutes more by the run's "
-          f"estimate ({RUN_COST.replace('.json', '.md')}): {', '.join(stale)}. The committed report is still "
+          f"{sum(done.values()) / 60:.0f} minutes, {len(stale)} to go, about {total:.0f} minutes more by the run's "
+          f"estimate ({RUN_COST.replace('.json', '.md')}"
+          f"{f'; {paced}, as the done ones ran' if paced else ''}): {', '.join(stale)}. The committed report is still "
           f"the previous run's. Continue it stage by stage, committing each: `make repro-stage STAGE={stale[0]}`; "
           "or run every remaining stage with `make repro RETRAIN=1`.")
 
