@@ -129,9 +129,10 @@ def test_every_committed_run_records_time_and_stays_under_4_gb():
     assert studies
     if registered_run_in_progress(root):        # studies not yet retrained hold the previous run's records
         studies = [s for s in studies if s not in stale_studies(root)]
-    for study in studies:
-        expected = {f"{name}/seed_{seed}.json" for name, c in resolved["conditions"].items() if c["study"] == study
-                    for seed in resolved["seeds"]}
+    for study in studies:        # a condition's runs: its study's folder, and a stage-2 folder where it has one
+        expected = {f"{name}/seed_{seed}.json" for name, c in resolved["conditions"].items()
+                    for folder, seeds in (c.get("runs") or {c["study"]: resolved["seeds"]}).items()
+                    if folder == study for seed in seeds}
         found = {str(p.relative_to(root / "results" / "pretrain" / study))
                  for p in (root / "results" / "pretrain" / study).glob("*/seed_*.json")}
         assert found == expected, study
@@ -142,12 +143,13 @@ def test_every_committed_run_records_time_and_stays_under_4_gb():
 
 def stale_studies(root):
     """Studies whose committed training records were not made with the current configuration: the
-    md5 of resolved/pretrain/<study>.json in dvc.lock differs from the file's (or no lock entry)."""
+    md5 of resolved/pretrain/<study>.json in dvc.lock differs from the file's (or no lock entry; a
+    stage-2 study <study>_stage2 is trained by pretrain_stage2@)."""
     lock = yaml.safe_load((root / "dvc.lock").read_text())["stages"]
     stale = set()
     for path in (root / "resolved" / "pretrain").glob("*.json"):
         study = path.stem
-        deps = (lock.get(f"pretrain@{study}") or {}).get("deps", [])
+        deps = (lock.get(f"pretrain@{study}") or lock.get(f"pretrain_stage2@{study}") or {}).get("deps", [])
         recorded = next((d["md5"] for d in deps if d["path"] == f"resolved/pretrain/{study}.json"), None)
         if recorded != hashlib.md5(path.read_bytes()).hexdigest():
             stale.add(study)

@@ -283,9 +283,10 @@ def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, t
 
 
 def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
-    """Registered rules and params, with an analysis not yet judged under them: the run is in progress
-    (an edit of params.yaml since is the user's, not the run's), and its stages come in run order
-    (each study's evaluation right after its pretraining)."""
+    """Registered rules and params, with an analysis not yet judged under them or a second stage of
+    seeds chosen and not yet run: the run is in progress (an edit of params.yaml since is the user's,
+    not the run's), and its stages come in run order (each study's evaluation right after its
+    pretraining, stage 2's after stage 1's)."""
     import hashlib
     assert registered_run_in_progress(tmp_path) is None                   # nothing registered
     (tmp_path / "analysis").mkdir()
@@ -304,6 +305,11 @@ def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
     (tmp_path / "analysis/registration_2.json").write_text(json.dumps({"date": "2026-12-03",
                                                                        "sha256": {"params.yaml": registered}}))
     assert registered_run_in_progress(tmp_path) == "2026-12-03"            # the latest record's run
+    (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-03"}))
+    (tmp_path / "analysis/stage_two.yaml").write_text("stage_two:\n  seeds: [5]\n  studies: {a_stage2: [c]}\n")
+    assert registered_run_in_progress(tmp_path) == "2026-12-03"            # stage 1 judged, stage 2 to go
+    (tmp_path / "dvc.lock").write_text("stages:\n  evaluate_stage2@a_stage2: {}\n")
+    assert registered_run_in_progress(tmp_path) is None                   # stage 2 run: analyze it
     assert in_run_order(["report", "evaluate@b", "analyze", "pretrain@b", "pretrain@a", "evaluate@a", "data",
                          "evaluate_stage2@a_stage2", "pretrain_stage2@a_stage2"]) == [
         "data", "pretrain@a", "evaluate@a", "pretrain@b", "evaluate@b", "pretrain_stage2@a_stage2",

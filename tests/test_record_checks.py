@@ -72,8 +72,10 @@ def test_the_committed_run_passes_every_check(tmp_path):
     for kind in ("pretrain", "evaluate"):
         for study in done:
             shutil.copytree(ROOT / "results" / kind / study, tmp_path / "results" / kind / study)
-    check_inputs({**conditions, "conditions": {name: info for name, info in conditions["conditions"].items()
-                                               if info["study"] in done}}, tmp_path)
+    # stage 1's records (a second stage of seeds under way is checked once it has run)
+    stage_one = {name: {k: v for k, v in info.items() if k != "runs"} for name, info in conditions["conditions"].items()
+                 if info["study"] in done}
+    check_inputs({**conditions, "conditions": stage_one}, tmp_path)
 
 
 def figures(seed, step):

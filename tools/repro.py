@@ -159,10 +159,20 @@ def minutes(stages, times):
     return ", ".join(named), sum(times.get(s, {}).get("seconds", 0) for s in stages) / 60
 
 
+def stage_two_to_go(root="."):
+    """Whether the sequential rule has chosen stage 2's studies (analysis/stage_two.yaml) and one of
+    them has not been evaluated yet (no evaluate_stage2@ entry in dvc.lock)."""
+    from replication.run.stage_two import SELECTION, read_selection    # imports torch: only when asked
+    chosen = read_selection(Path(root, SELECTION)).studies if Path(root, SELECTION).exists() else {}
+    done = read_lock(Path(root, "dvc.lock")).get("stages", {})
+    return any(f"evaluate_stage2@{name}" not in done for name in chosen)
+
+
 def registered_run_in_progress(root="."):
     """The latest registration's date while its registered run is under way: rules registered
     (registration.record_path), params.yaml as registered, and the committed analysis not yet
-    judged under them (reports/summary.json's registered_on); else None."""
+    judged under them (reports/summary.json's registered_on), or its second stage of seeds chosen
+    and not yet run (stage_two_to_go); else None."""
     from replication.judge.registration import record_path      # imports torch: only when asked
     record, summary = Path(root, record_path(root)), Path(root, SUMMARY)
     if not record.exists():
@@ -172,7 +182,7 @@ def registered_run_in_progress(root="."):
         return None                     # params edited since: the edit's stages, not the run's, are stale
     date = registered["date"]
     judged_on = json.loads(summary.read_text()).get("registered_on") if summary.exists() else None
-    return date if judged_on != date else None
+    return date if judged_on != date or stage_two_to_go(root) else None
 
 
 def in_run_order(stages):
