@@ -306,7 +306,7 @@ def test_a_registered_run_in_progress_is_recognised_and_ordered(tmp_path):
                                                                        "sha256": {"params.yaml": registered}}))
     assert registered_run_in_progress(tmp_path) == "2026-12-03"            # the latest record's run
     (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-03"}))
-    (tmp_path / "analysis/stage_two.yaml").write_text("stage_two:\n  seeds: [5]\n  studies: {a_stage2: [c]}\n")
+    (tmp_path / "analysis/stage_two.yaml").write_text("stage_two:\n  seeds: [5]\n  studies: {a_stage2: {study: a, conditions: [c], seeds: [5]}}\n")
     assert registered_run_in_progress(tmp_path) == "2026-12-03"            # stage 1 judged, stage 2 to go
     (tmp_path / "dvc.lock").write_text("stages:\n  evaluate_stage2@a_stage2: {}\n")
     assert registered_run_in_progress(tmp_path) is None                   # stage 2 run: analyze it

@@ -131,8 +131,10 @@ def test_bad_params_stop_resolve_with_one_line_and_touch_nothing(project, resolv
 
 
 @pytest.mark.parametrize("selection, named", [
-    ("stage_two:\n  seeds: [0]\n  studies: {temperature_stage2: [simclr_tau01]}\n", "stage_two.seeds"),
-    ("stage_two:\n  seeds: [5]\n  studies: {temperature_stage2: [simclr]}\n", "stage_two.studies.temperature_stage2"),
+    ("stage_two:\n  seeds: [0]\n  studies: {temperature_stage2: {study: temperature, conditions: [simclr_tau01], "
+     "seeds: [0]}}\n", "stage_two.seeds"),
+    ("stage_two:\n  seeds: [5]\n  studies: {temperature_stage2: {study: temperature, conditions: [simclr], "
+     "seeds: [5]}}\n", "stage_two.studies.temperature_stage2.conditions"),
     ("stage_two: {}\n", "stage_two.seeds"),
 ])
 def test_a_bad_stage_two_selection_stops_resolve_with_one_line_and_touches_nothing(project, resolve_main, capsys,

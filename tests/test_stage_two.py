@@ -1,6 +1,6 @@
 """Stage 2 of a registered run (run/stage_two.py, tools/sequential.py --write): the rule's choice
-becomes studies <study>_stage2 that train only the chosen conditions at the new seeds, and DVC
-stages of their own; before the look nothing changes."""
+becomes stage-2 studies that train only the chosen conditions at the further seeds, split where a
+stage would pass the stage limit, and DVC stages of their own; before the look nothing changes."""
 import json
 import shutil
 import subprocess
@@ -25,6 +25,10 @@ STUDY_OF = {"simclr_tau01": "temperature", "simclr_tau005": "temperature_low", "
 DESIGN = {"stage_one_seeds": 5, "further_seeds": 10}
 
 
+def part(study, conditions, seeds=SEEDS):
+    return stage_two.Part(study=study, conditions=conditions, seeds=seeds)
+
+
 @pytest.fixture(scope="module")
 def stage_one():
     return resolve(read_params())
@@ -37,28 +41,33 @@ def test_before_the_look_resolve_writes_stage_one_alone(stage_one):
     assert stage_two.extend(stage_one, selection) is stage_one
 
 
-def test_a_chosen_study_trains_only_its_chosen_conditions_at_the_new_seeds(stage_one):
-    chosen = stage_two.StageTwo(seeds=SEEDS, studies={"temperature_stage2": ["simclr_tau01"]})
+def test_a_chosen_study_trains_only_its_chosen_conditions_at_its_seeds(stage_one):
+    chosen = stage_two.StageTwo(seeds=SEEDS, studies={"temperature_stage2_a": part("temperature", ["simclr_tau01"], SEEDS[:5]),
+                                                      "temperature_stage2_b": part("temperature", ["simclr_tau01"], SEEDS[5:])})
     files = stage_two.extend(stage_one, chosen)
-    study = files["pretrain/temperature_stage2.json"]
-    assert study["study"] == "temperature_stage2" and study["seeds"] == SEEDS
+    study = files["pretrain/temperature_stage2_b.json"]
+    assert study["study"] == "temperature_stage2_b" and study["seeds"] == SEEDS[5:]
     assert study["conditions"] == {"simclr_tau01": stage_one["pretrain/temperature.json"]["conditions"]["simclr_tau01"]}
     assert {k: v for k, v in study.items() if k not in ("study", "seeds", "conditions")} == \
         {k: v for k, v in stage_one["pretrain/temperature.json"].items() if k not in ("study", "seeds", "conditions")}
     runs = files["conditions.json"]["conditions"]["simclr_tau01"]["runs"]
-    assert runs == {"temperature": stage_one["conditions.json"]["seeds"], "temperature_stage2": SEEDS}
+    assert runs == {"temperature": stage_one["conditions.json"]["seeds"], "temperature_stage2_a": SEEDS[:5],
+                    "temperature_stage2_b": SEEDS[5:]}
     assert "runs" not in files["conditions.json"]["conditions"]["simclr_tau1"]          # not chosen
     assert "runs" not in stage_one["conditions.json"]["conditions"]["simclr_tau01"]     # stage 1's untouched
     assert files["pretrain/temperature.json"] == stage_one["pretrain/temperature.json"]
 
 
 @pytest.mark.parametrize("seeds, studies, named", [
-    ([4, 5], {"temperature_stage2": ["simclr_tau01"]}, "stage_two.seeds"),          # a seed stage 1 ran
-    ([5, 5], {"temperature_stage2": ["simclr_tau01"]}, "stage_two.seeds"),
-    (SEEDS, {"temperature": ["simclr_tau01"]}, "stage_two.studies.temperature:"),   # not <study>_stage2
-    (SEEDS, {"nope_stage2": ["simclr_tau01"]}, "stage_two.studies.nope_stage2"),
-    (SEEDS, {"temperature_stage2": ["simclr_tau1"]}, "simclr_tau1 is not a condition of temperature"),
-    (SEEDS, {"temperature_stage2": []}, "no conditions"),
+    ([4, 5], {"temperature_stage2": part("temperature", ["simclr_tau01"], [5])}, "stage_two.seeds"),  # stage 1's
+    ([5, 5], {"temperature_stage2": part("temperature", ["simclr_tau01"], [5])}, "stage_two.seeds"),
+    (SEEDS, {"temperature": part("temperature", ["simclr_tau01"])}, "a study of params.yaml already has this name"),
+    (SEEDS, {"x_stage2": part("nope", ["simclr_tau01"])}, "stage_two.studies.x_stage2.study: nope"),
+    (SEEDS, {"x_stage2": part("temperature", ["simclr_tau1"])}, "simclr_tau1 is not a condition of temperature"),
+    (SEEDS, {"x_stage2": part("temperature", [])}, "conditions: none"),
+    (SEEDS, {"x_stage2": part("temperature", ["simclr_tau01"], [15])}, "x_stage2.seeds"),          # not a further seed
+    (SEEDS, {"x_stage2_a": part("temperature", ["simclr_tau01"], [5, 6]),
+             "x_stage2_b": part("temperature", ["simclr_tau01"], [6, 7])}, "simclr_tau01 seed 6 is in another part"),
 ])
 def test_a_bad_selection_is_one_line_naming_its_key(stage_one, seeds, studies, named):
     with pytest.raises(ParamsError, match=named) as e:
@@ -69,6 +78,7 @@ def test_a_bad_selection_is_one_line_naming_its_key(stage_one, seeds, studies, n
 @pytest.mark.parametrize("text, named", [
     ("stage_two:\n  seeds: [5]\n  studies: {}\n  extra: 1\n", "stage_two.extra: unknown key"),
     ("stage_two:\n  seeds: [-1]\n  studies: {}\n", "stage_two.seeds.0"),
+    ("stage_two:\n  seeds: [5]\n  studies: {x_stage2: [simclr]}\n", "stage_two.studies.x_stage2"),
     ("seeds: [5]\n", "expected one key, stage_two"),
     ("stage_two: [\n", "not YAML"),
 ])
@@ -80,38 +90,49 @@ def test_a_malformed_file_is_one_line_naming_it(tmp_path, text, named):
         stage_two.read_selection(tmp_path / "absent.yaml")
 
 
-def test_the_written_choice_reads_back_as_the_rule_chose(stage_one, tmp_path, monkeypatch):
-    """Capped contrasts get nothing; a condition two contrasts read is listed once, under its study."""
-    content = tool.selection(CHOSEN, STUDY_OF, DESIGN)
-    assert content == {"seeds": SEEDS, "studies": {"temperature_stage2": ["simclr_tau01"],
-                                                   "temperature_low_stage2": ["simclr_tau005"],
-                                                   "moco_momentum_stage2": ["moco_m099"]}}
+def test_a_study_splits_into_the_fewest_parts_that_keep_each_stage_within_the_limit():
+    """Two workers; a run of 4 training minutes here is 10 on a CPU 2.5x slower: 10 seeds of one
+    condition are 5 rounds of 10 minutes there (50, over 40), so two parts of 5 seeds (30 each)."""
+    assert tool.parts_needed([(4.0, 1.0)], 10, 2.5, 2) == 2
+    assert tool.parts_needed([(1.0, 1.0)], 10, 2.5, 2) == 1                      # 5 x 2.5 = 12.5
+    assert tool.parts_needed([(4.0, 1.0), (4.0, 1.0)], 10, 2.5, 2) == 3          # 4 seeds: 4 rounds of 10
+    assert tool.parts_needed([(1.0, 20.0)], 10, 2.5, 2) == 10                    # the evaluation binds too
+
+
+def test_the_written_choice_reads_back_as_the_rule_chose(stage_one, tmp_path):
+    """Capped contrasts get nothing; a condition two contrasts read is listed once, under its study;
+    a study too long for one stage is split into parts with disjoint seeds."""
+    minutes = {"simclr_tau01": (5.0, 1.0), "simclr_tau005": (2.0, 1.0), "moco_m099": (1.5, 1.0)}
+    content = tool.selection(CHOSEN, STUDY_OF, DESIGN, minutes.get, 2.53)
+    assert content == {"seeds": SEEDS, "studies": {
+        "temperature_stage2_a": {"study": "temperature", "conditions": ["simclr_tau01"], "seeds": SEEDS[:5]},
+        "temperature_stage2_b": {"study": "temperature", "conditions": ["simclr_tau01"], "seeds": SEEDS[5:]},
+        "temperature_low_stage2": {"study": "temperature_low", "conditions": ["simclr_tau005"], "seeds": SEEDS},
+        "moco_momentum_stage2": {"study": "moco_momentum", "conditions": ["moco_m099"], "seeds": SEEDS}}}
     text = tool.as_yaml(CHOSEN, content)
     assert "#   moco-momentum-long: m 0.99 vs m 0.999" in text and "other" not in text
     (tmp_path / "s.yaml").write_text(text)
     selection = stage_two.read_selection(tmp_path / "s.yaml")
-    assert (selection.seeds, selection.studies) == (content["seeds"], content["studies"])
+    assert selection.model_dump() == content
     files = stage_two.extend(stage_one, selection)
-    assert {p for p in files if p.endswith("_stage2.json")} == {f"pretrain/{s}.json" for s in content["studies"]}
+    assert {p for p in files if "_stage2" in p} == {f"pretrain/{s}.json" for s in content["studies"]}
 
 
-def test_dvc_lists_a_pretrain_and_evaluate_stage_per_chosen_study(tmp_path):
-    """dvc.yaml's stage-2 stages are stage 1's, on <study>_stage2 (its own resolved file and records)."""
+def test_dvc_lists_a_pretrain_and_evaluate_stage_per_stage_two_study(tmp_path):
+    """dvc.yaml's stage-2 stages are stage 1's, on the stage-2 study (its own resolved file and records)."""
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(ROOT / name, tmp_path / name)
     (tmp_path / "analysis").mkdir()
     (tmp_path / "analysis/stage_two.yaml").write_text(
-        "stage_two:\n  seeds: [5, 6]\n  studies: {temperature_stage2: [simclr_tau01]}\n")
+        "stage_two:\n  seeds: [5, 6]\n  studies: {temperature_stage2: {study: temperature, conditions: [simclr_tau01], "
+        "seeds: [5, 6]}}\n")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, check=True)
-    listed = subprocess.run([sys.executable, "-m", "dvc", "stage", "list", "--all"], cwd=tmp_path, check=True,
-                            capture_output=True, text=True).stdout
-    assert "pretrain_stage2@temperature_stage2" in listed and "evaluate_stage2@temperature_stage2" in listed
     stages = json.loads(subprocess.run(
         [sys.executable, "-c", "import json, dvc.repo; r = dvc.repo.Repo('.'); print(json.dumps({s.addressing: "
          "[str(d) for d in s.deps] + [str(o) for o in s.outs] + [s.cmd] for s in r.index.stages}))"],
         cwd=tmp_path, check=True, capture_output=True, text=True).stdout)
-    assert stages["pretrain_stage2@temperature_stage2"] == [
-        x.replace("temperature", "temperature_stage2") for x in stages["pretrain@temperature"]]
-    assert stages["evaluate_stage2@temperature_stage2"] == [
-        x.replace("temperature", "temperature_stage2") for x in stages["evaluate@temperature"]]
+    for kind in ("pretrain", "evaluate"):
+        assert stages[f"{kind}_stage2@temperature_stage2"] == [
+            x.replace("temperature", "temperature_stage2") for x in stages[f"{kind}@temperature"]]
+

@@ -7,13 +7,17 @@ the boundaries stage 2 is decided at. Reads reports/claims.json and analysis/cla
 
 --write is the look: it needs stage 1 judged under the latest registration (reports/summary.json's
 registered_on) and committed, so that git shows the interim analysis before stage 2's seeds; and
-it never overwrites a choice already made. Stage 2 then runs as DVC stages
+it never overwrites a choice already made. A study's further seeds are split into parts where one
+stage would pass the stage limit on the slowest CPU seen (its stage-1 runs' times, scaled by the
+plan's ratio to that CPU: reports/pilot/run_cost.json). Stage 2 then runs as DVC stages
 (run/stage_two.py): `make repro-stage STAGE=pretrain_stage2@<study>_stage2`, then evaluate_stage2@.
 """
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from replication.io import atomic_path
 from replication.judge import sequential
@@ -22,7 +26,8 @@ from replication.judge.record import RecordError, as_dicts, read_claims
 from replication.judge.registration import load as load_registration
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import ParamsError
-from replication.run.stage_two import SELECTION, folder_of, read_selection
+from replication.run.stage_two import SELECTION, part_names, read_selection
+from tools.run_cost import OUT as PILOT, STAGE_LIMIT_MIN, makespan
 
 CLAIMS, SUMMARY, CONDITIONS = "reports/claims.json", "reports/summary.json", "resolved/conditions.json"
 
@@ -53,26 +58,56 @@ def choose(rules, claims, judged):
     return sequential.select(judged, {c["id"]: c for c in claims}, rules["sequential"], conditions_of)
 
 
-def selection(chosen, study_of, design):
-    """analysis/stage_two.yaml's content for the contrasts that get seeds: the seeds, and per study
-    <study>_stage2 its chosen conditions in the order chosen."""
+def selection(chosen, study_of, design, minutes_of, slower, workers=2):
+    """analysis/stage_two.yaml's content for the contrasts that get seeds: the further seeds, and per
+    stage-1 study its chosen conditions (in the order chosen) at those seeds, in as few parts as keep
+    each stage within the stage limit on the slowest CPU (parts_needed)."""
     n1, n2 = sequential.seeds(design)
-    studies = {}
+    further = list(range(n1, n2))
+    by_study = {}
     for c in chosen:
         for name in c["conditions"] if not c["capped"] else []:
-            listed = studies.setdefault(folder_of(study_of[name]), [])
+            listed = by_study.setdefault(study_of[name], [])
             listed.append(name) if name not in listed else None
-    return {"seeds": list(range(n1, n2)), "studies": studies}
+    studies = {}
+    for study, names in by_study.items():
+        parts = parts_needed([minutes_of(name) for name in names], len(further), slower, workers)
+        size = -(-len(further) // parts)
+        for i, name in enumerate(part_names(study, parts)):
+            studies[name] = {"study": study, "conditions": names, "seeds": further[i * size:(i + 1) * size]}
+    return {"seeds": further, "studies": studies}
+
+
+def parts_needed(minutes, seeds, slower, workers):
+    """The fewest parts that `seeds` further seeds of some conditions split into so that neither the
+    pretrain nor the evaluate stage of a part passes STAGE_LIMIT_MIN on the slowest CPU: each run as
+    long as its condition's stage-1 runs took (`minutes`: [(training, evaluation)] per condition),
+    times `slower`, handed out to `workers` processes (run_cost.makespan)."""
+    for parts in range(1, seeds + 1):
+        per = -(-seeds // parts)
+        longest = max(makespan([m[kind] for m in minutes for _ in range(per)], workers) for kind in (0, 1))
+        if longest * slower <= STAGE_LIMIT_MIN:
+            return parts
+    return seeds
+
+
+def stage_one_minutes(study, condition):
+    """(training, evaluation) minutes of one of a condition's stage-1 runs: the mean over its records."""
+    return tuple(float(np.mean([json.loads(p.read_text())["wall_s"] / 60 for p in
+                                sorted(Path("results", kind, study, condition).glob("seed_*.json"))] or [0]))
+                 for kind in ("pretrain", "evaluate"))
 
 
 def as_yaml(chosen, content):
     """The file's text: what it is, the contrasts that chose it (comments), then `stage_two`."""
-    head = SELECTION.read_text(encoding="utf-8").split("stage_two:")[0]
+    head = SELECTION.read_text(encoding="utf-8").split("stage_two:")[0].split("# Chosen after stage 1")[0]
     why = [f"#   {c['id']}: {c['a']} vs {c['b']}, about {c['seeds_needed']} seeds would settle it"
            for c in chosen if not c["capped"]]
-    studies = "".join(f"\n    {name}: [{', '.join(names)}]" for name, names in content["studies"].items())
+    flow = lambda values: f"[{', '.join(map(str, values))}]"
+    studies = "".join(f"\n    {name}: {{study: {part['study']}, conditions: {flow(part['conditions'])}, "
+                      f"seeds: {flow(part['seeds'])}}}" for name, part in content["studies"].items())
     return (head + "# Chosen after stage 1 for these contrasts:\n" + "\n".join(why) + "\nstage_two:\n"
-            f"  seeds: [{', '.join(map(str, content['seeds']))}]\n  studies:" + (studies or " {}") + "\n")
+            f"  seeds: {flow(content['seeds'])}\n  studies:" + (studies or " {}") + "\n")
 
 
 def ready_to_look(registry_date):
@@ -112,12 +147,14 @@ def main(argv=sys.argv[1:]):
         raise SystemExit(f"error: {why_not}")
     study_of = {name: info["study"] for name, info in json.loads(Path(CONDITIONS).read_text())["conditions"].items()}
     chosen = choose(registry.rules, registry.claims, judged)
-    content = selection(chosen, study_of, registry.rules["sequential"])
+    slower = json.loads(Path(PILOT, "run_cost.json").read_text())["slowest"]["ratio"]
+    content = selection(chosen, study_of, registry.rules["sequential"],
+                        lambda name: stage_one_minutes(study_of[name], name), slower)
     with atomic_path(SELECTION) as tmp:
         tmp.write_text(as_yaml(chosen, content), encoding="utf-8")
-    print(f"wrote {SELECTION}: {sum(map(len, content['studies'].values()))} conditions in "
-          f"{len(content['studies'])} studies; run `dvc repro resolve`, then each study's pretrain_stage2@ and "
-          "evaluate_stage2@ stage")
+    print(f"wrote {SELECTION}: {len({c for part in content['studies'].values() for c in part['conditions']})} "
+          f"conditions in {len(content['studies'])} stage-2 studies; run `dvc repro resolve`, then each one's "
+          "pretrain_stage2@ and evaluate_stage2@ stage")
 
 
 if __name__ == "__main__":

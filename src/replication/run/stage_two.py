@@ -2,15 +2,16 @@
 rules.sequential; judge/sequential.py decides with them).
 
 After stage 1's analysis is committed, `python -m tools.sequential --write` writes the rule's choice
-to analysis/stage_two.yaml: the seeds stage 2 adds and, per study, the conditions that get them,
-under the name <study>_stage2. resolve turns each into a study of its own,
-resolved/pretrain/<study>_stage2.json (the study's resolved conditions, only those, at stage 2's
-seeds), which the DVC stages pretrain_stage2@<study>_stage2 and evaluate_stage2@<study>_stage2
-train and evaluate exactly as stage 1's (dvc.yaml). Their records go to
-results/pretrain|evaluate/<study>_stage2/, so that stage 1's are never rewritten, and
-resolved/conditions.json gives each selected condition its `runs`: the seeds in each folder.
+to analysis/stage_two.yaml: the further seeds, and the stage-2 studies that run them, each some
+chosen conditions of one stage-1 study at some of those seeds (a study's seeds split into parts
+where one stage would pass the stage limit), named <study>_stage2 (or _stage2_a, _stage2_b, ...).
+resolve turns each into resolved/pretrain/<name>.json (the study's resolved conditions, only those,
+at the part's seeds), which the DVC stages pretrain_stage2@<name> and evaluate_stage2@<name> train
+and evaluate exactly as stage 1's (dvc.yaml). Their records go to results/pretrain|evaluate/<name>/,
+so that stage 1's are never rewritten, and resolved/conditions.json gives each chosen condition its
+`runs`: the seeds in each folder.
 
-Before the look the file selects nothing, and resolve's output is stage 1's alone.
+Before the look the file chooses nothing, and resolve's output is stage 1's alone.
 """
 from pathlib import Path
 
@@ -22,19 +23,27 @@ from ..schema import Strict, one_line
 from .config import ParamsError, Seed, check_name
 
 SELECTION = Path("analysis/stage_two.yaml")
-SUFFIX = "_stage2"           # <study>_stage2: stage 2's study, DVC stages and record folders
+SUFFIX = "_stage2"           # <study>_stage2[_a, _b, ...]: a stage-2 study, its DVC stages and record folders
+
+
+class Part(Strict):
+    """One stage-2 study: chosen conditions of one stage-1 study, at some of the further seeds."""
+    study: str
+    conditions: list[str]
+    seeds: list[Seed]
 
 
 class StageTwo(Strict):
-    """analysis/stage_two.yaml's `stage_two`: the seeds stage 2 adds, and per stage-2 study
-    (<study>_stage2) the conditions of <study> that get them."""
+    """analysis/stage_two.yaml's `stage_two`: every further seed, and the stage-2 studies by name."""
     seeds: list[Seed]
-    studies: dict[str, list[str]]
+    studies: dict[str, Part]
 
 
-def folder_of(study):
-    """The study (and record folder, and DVC stage key) holding a stage-1 study's stage-2 seeds."""
-    return f"{study}{SUFFIX}"
+def part_names(study, parts):
+    """The names of a study's stage-2 studies: <study>_stage2 alone, else _stage2_a, _stage2_b, ..."""
+    if parts == 1:
+        return [f"{study}{SUFFIX}"]
+    return [f"{study}{SUFFIX}_{chr(ord('a') + i)}" for i in range(parts)]
 
 
 def read_selection(path=SELECTION):
@@ -44,46 +53,61 @@ def read_selection(path=SELECTION):
         raw = load_yaml(Path(path).read_text(encoding="utf-8"))
     except OSError:
         raise ParamsError(f"{path}: missing; restore it with `git checkout {path}` (before stage 2 it "
-                          "selects nothing)") from None
+                          "chooses nothing)") from None
     except yaml.YAMLError as e:
         raise ParamsError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(raw, dict) or set(raw) != {"stage_two"}:
         raise ParamsError(f"{path}: expected one key, stage_two (seeds, studies); restore it with "
                           f"`git checkout {path}`")
     try:
-        selection = StageTwo.model_validate(raw["stage_two"])
+        return StageTwo.model_validate(raw["stage_two"])
     except ValidationError as e:
         raise ParamsError(one_line(e, f"{path}: stage_two", sep=".")) from None
-    return selection
+
+
+def _check(files, selection, path):
+    """ParamsError (naming `path`'s key) unless every part reads a stage-1 study's own conditions at
+    new seeds among stage_two.seeds, and no condition gets a seed twice."""
+    stage_one = files["conditions.json"]["seeds"]
+    if set(selection.seeds) & set(stage_one) or len(set(selection.seeds)) < len(selection.seeds):
+        raise ParamsError(f"{path}: stage_two.seeds must be new, unique seeds (stage 1 ran "
+                          f"{', '.join(map(str, stage_one))}); write the file with `python -m tools.sequential --write`")
+    given = {}
+    for name, part in selection.studies.items():
+        where = f"{path}: stage_two.studies.{name}"
+        check_name(name, where)
+        first = files.get(f"pretrain/{part.study}.json")
+        if first is None or first["study"] != part.study:
+            raise ParamsError(f"{where}.study: {part.study} is not a study of params.yaml (pretrain.studies)")
+        if f"pretrain/{name}.json" in files:
+            raise ParamsError(f"{where}: a study of params.yaml already has this name")
+        unknown = [c for c in part.conditions if c not in first["conditions"]]
+        if unknown or not part.conditions:
+            raise ParamsError(f"{where}.conditions: " + (f"{unknown[0]} is not a condition of {part.study}"
+                                                         if unknown else "none"))
+        if not part.seeds or not set(part.seeds) <= set(selection.seeds) or len(set(part.seeds)) < len(part.seeds):
+            raise ParamsError(f"{where}.seeds: unique seeds among stage_two.seeds")
+        for c in part.conditions:
+            if twice := set(part.seeds) & given.setdefault(c, set()):
+                raise ParamsError(f"{where}: {c} seed {min(twice)} is in another part too")
+            given[c] |= set(part.seeds)
 
 
 def extend(files, selection, path=SELECTION):
-    """resolve's files ({path under resolved/: content}, config.resolve) with stage 2's studies
-    added and each selected condition's `runs` in conditions.json; ParamsError (naming `path`'s
-    key) for a study or condition that stage 1 does not have, or a seed stage 1 already ran."""
+    """resolve's files ({path under resolved/: content}, config.resolve) with the stage-2 studies
+    added and each chosen condition's `runs` in conditions.json; ParamsError (naming `path`'s key)
+    for a selection that does not fit stage 1 (_check)."""
     if not selection.studies:
         return files
+    _check(files, selection, path)
     conditions = files["conditions.json"]
-    taken = set(selection.seeds) & set(conditions["seeds"])
-    if taken or not selection.seeds or len(set(selection.seeds)) < len(selection.seeds):
-        raise ParamsError(f"{path}: stage_two.seeds must be new, unique seeds (stage 1 ran "
-                          f"{', '.join(map(str, conditions['seeds']))}); write the file with "
-                          "`python -m tools.sequential --write`")
     out = {**files, "conditions.json": {**conditions, "conditions": dict(conditions["conditions"])}}
-    for name, chosen in selection.studies.items():
-        check_name(name, f"{path}: stage_two.studies.{name}")
-        study = name.removesuffix(SUFFIX)
-        first = files.get(f"pretrain/{study}.json")
-        if not name.endswith(SUFFIX) or first is None:
-            raise ParamsError(f"{path}: stage_two.studies.{name}: not <study>{SUFFIX} for a study of params.yaml "
-                              "(pretrain.studies)")
-        unknown = [c for c in chosen if c not in first["conditions"]]
-        if unknown or not chosen:
-            raise ParamsError(f"{path}: stage_two.studies.{name}: "
-                              + (f"{unknown[0]} is not a condition of {study}" if unknown else "no conditions"))
-        out[f"pretrain/{name}.json"] = {**first, "study": name, "seeds": list(selection.seeds),
-                                        "conditions": {c: first["conditions"][c] for c in chosen}}
-        for c in chosen:
-            out["conditions.json"]["conditions"][c] = {**conditions["conditions"][c], "runs": {
-                study: list(conditions["seeds"]), name: list(selection.seeds)}}
+    for name, part in selection.studies.items():
+        first = files[f"pretrain/{part.study}.json"]
+        out[f"pretrain/{name}.json"] = {**first, "study": name, "seeds": list(part.seeds),
+                                        "conditions": {c: first["conditions"][c] for c in part.conditions}}
+        for c in part.conditions:
+            info = out["conditions.json"]["conditions"][c]
+            runs = info.get("runs") or {part.study: list(conditions["seeds"])}
+            out["conditions.json"]["conditions"][c] = {**info, "runs": {**runs, name: list(part.seeds)}}
     return out
