@@ -339,3 +339,11 @@ def test_a_run_in_progress_counts_its_own_stages_and_times_the_rest_by_its_estim
     said = capsys.readouterr().out
     assert "3 stages done in 13 minutes, 3 to go, about 30 minutes more" in said            # 20 + 2 x 4 + 2
     assert "evaluate stages x 2.00, pretrain stages x 1.00, as the done ones ran" in said
+    # a stage-2 study: its study's estimate in proportion to its runs (1 of b's 2 conditions, 2 of its 2 seeds)
+    Path("resolved/pretrain").mkdir(parents=True)
+    Path("resolved/pretrain/b.json").write_text(json.dumps({"conditions": {"c": {}, "d": {}}, "seeds": [0, 1]}))
+    Path("analysis/stage_two.yaml").write_text(
+        "stage_two:\n  seeds: [2, 3]\n  studies: {b_stage2: {study: b, conditions: [c], seeds: [2, 3]}}\n")
+    report_progress("2026-12-02", ["pretrain_stage2@b_stage2", "evaluate_stage2@b_stage2"], {**times, "evaluate@a": {
+        "seconds": 120.0, "run": 2}})
+    assert "about 14 minutes more" in capsys.readouterr().out                               # 20 / 2 + 2 x 4 / 2

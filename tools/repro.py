@@ -197,14 +197,33 @@ def in_run_order(stages):
     return sorted(stages, key=rank)
 
 
-def run_estimates(path=RUN_COST):
+def run_estimates(path=RUN_COST, root="."):
     """{stage: seconds} of the registered run's estimate (tools.run_cost) for its pretrain and
-    evaluate stages; empty without one."""
+    evaluate stages; a stage-2 study's (analysis/stage_two.yaml) is its study's, in proportion to
+    the runs (conditions x seeds) it has of the study's. Empty without an estimate."""
     if not Path(path).exists():
         return {}
     studies = json.loads(Path(path).read_text())["stages"]
-    return {f"{kind}@{study}": 60 * minutes[f"{kind}_min"]
-            for study, minutes in studies.items() for kind in ("pretrain", "evaluate")}
+    out = {f"{kind}@{study}": 60 * minutes[f"{kind}_min"]
+           for study, minutes in studies.items() for kind in ("pretrain", "evaluate")}
+    selection = Path(root, "analysis/stage_two.yaml")
+    if not selection.exists():
+        return out
+    from replication.run.stage_two import read_selection     # imports torch: only when asked
+    for name, part in read_selection(selection).studies.items():
+        resolved = Path(root, f"resolved/pretrain/{part.study}.json")
+        if part.study not in studies or not resolved.exists():
+            continue
+        study = json.loads(resolved.read_text())
+        share = len(part.conditions) * len(part.seeds) / (len(study["conditions"]) * len(study["seeds"]))
+        for kind in ("pretrain", "evaluate"):
+            out[f"{kind}_stage2@{name}"] = share * out[f"{kind}@{part.study}"]
+    return out
+
+
+def kind_of(stage):
+    """pretrain or evaluate (stage 2's pretrain_stage2@ and evaluate_stage2@ too), else the stage's name."""
+    return stage.partition("@")[0].removesuffix("_stage2")
 
 
 def pace(done, estimate):
@@ -213,7 +232,7 @@ def pace(done, estimate):
     taken, planned = {}, {}
     for stage, seconds in done.items():
         if stage in estimate:
-            kind = stage.partition("@")[0]
+            kind = kind_of(stage)
             taken[kind], planned[kind] = taken.get(kind, 0) + seconds, planned.get(kind, 0) + estimate[stage]
     return {kind: taken[kind] / planned[kind] for kind in taken if planned[kind] > 0}
 
@@ -227,7 +246,7 @@ def report_progress(date, stale, times):
     done = {s: r["seconds"] for s, r in times.items() if r.get("run") == run}
     estimate = run_estimates()
     scale = pace(done, estimate)
-    ahead = {s: {"seconds": estimate[s] * scale.get(s.partition("@")[0], 1)} if s in estimate else times[s]
+    ahead = {s: {"seconds": estimate[s] * scale.get(kind_of(s), 1)} if s in estimate else times[s]
              for s in stale if s in estimate or s in times}
     _, total = minutes(stale, ahead)
     paced = ", ".join(f"{kind} stages x {ratio:.2f}" for kind, ratio in sorted(scale.items()))
