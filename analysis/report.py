@@ -239,14 +239,14 @@ EXAMPLES = {"ntxent-example": ntxent_example, "tiny-simclr": tiny_simclr, "toy2d
 def pretrain_runs():
     """Every pretraining run as a row: condition, seed, status, settings and its linear probe at the
     study's budget; and every rung of every run as a row of a second table (step 0: the control)."""
-    rows, rungs = [], []
+    rows, rungs, studies = [], [], levels.study_of()
     for path in sorted(Path("results/pretrain").glob("*/*/seed_*.json")):
         r = load(path)
         evaluated = Path("results/evaluate", *path.parts[2:])
         evaluation = load(evaluated) if evaluated.exists() else {}
         e = evaluation.get("eval")
         rows.append({"condition": r["condition"], "seed": r["seed"], "status": r["status"], "reason": r["reason"],
-                     "study": path.parts[2], "cpu": r.get("cpu"), "config": r["config"], "wall_s": r.get("wall_s"),
+                     "study": studies.get(r["condition"], path.parts[2]), "cpu": r.get("cpu"), "config": r["config"], "wall_s": r.get("wall_s"),
                      "peak": r.get("peak_rss_mb"), "steps_done": r["steps_done"], "dataset": r["config"]["dataset"],
                      "h_linear": e["h"]["linear"] if e else None,
                      "z_alignment": e["z"].get("alignment") if e else None,

@@ -230,6 +230,27 @@ def test_the_levels_table_holds_the_untrained_encoder_then_each_method_with_its_
     assert table.iloc[0].iloc[4] == "–" and table.iloc[0].iloc[5] == "10.0 [10.0, 10.0]"
 
 
+def test_a_conditions_stage_two_seeds_count_under_its_study_in_every_levels_table(tmp_path):
+    """Seeds 0-1 in the study's folder and 2 in a stage-2 folder: one row of three seeds, under the
+    study resolved/conditions.json names, in the benchmark table, the rung table and the headroom arms."""
+    from replication.report import headroom, levels
+    protocol = {"labels_per_class": 20, "knn_k": 5}
+    write_json(tmp_path / "resolved/conditions.json", {"seeds": [0, 1], "conditions": {"a": {"study": "s"}}})
+    for seed, folder in ((0, "s"), (1, "s"), (2, "s_stage2")):
+        h = {"linear_full": 0.5, "linear": 0.25, "knn": 0.1}
+        write_json(tmp_path / f"results/evaluate/{folder}/a/seed_{seed}.json",
+                   {"control": {"h": {"linear": 0.1, "knn": 0.05}}, "eval": {"h": h, "protocol": protocol},
+                    "at": {"0": {"h": h, "protocol": protocol}}, "status": "ok", "wall_s": 60.0, "threads": 1})
+        write_json(tmp_path / f"results/pretrain/{folder}/a/seed_{seed}.json",
+                   {"config": {"steps": 1000, "batch": 100, "dataset": "d"}, "n_data": 10000, "wall_s": 120.0,
+                    "threads": 1})
+    table = levels.method_levels([levels.Method(method="A", arm="s/a")], 0.95, root=tmp_path)
+    assert list(table.seeds) == [3, 3] and table.iloc[1]["CPU-min"] == "9"
+    rungs = levels.levels(tmp_path)
+    assert list(zip(rungs.study, rungs.seeds)) == [("s", 3)]
+    assert {k: len(v) for k, v in headroom.arm_records(tmp_path, "d").items()} == {("s", "a"): 3}
+
+
 @pytest.mark.parametrize("text,said", [("methods: 3\n", "expected `methods:`"),
                                        ("methods:\n  - {method: A, arm: no-slash}\n", "arm"),
                                        ("methods:\n  - {method: A, arm: s/a, colour: red}\n", "colour"),

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .levels import study_of
+
 CONTROL_AT_MOST = 0.30
 GAIN_AT_LEAST = 0.25
 ARM_AT_MOST = 0.90
@@ -24,13 +26,14 @@ PROBE = "linear"
 def arm_records(root, dataset):
     """{(study, condition): [evaluation records]} of every arm whose training records say it trained
     on `dataset` (the records, not today's configuration, say what ran)."""
-    arms = {}
+    arms, studies = {}, study_of(root)
     for trained in sorted(Path(root, "results/pretrain").glob("*/*/seed_*.json")):
         evaluated = Path(root, "results/evaluate", *trained.parts[-3:])
         if json.loads(trained.read_text())["config"]["dataset"] == dataset and evaluated.exists():
             record = json.loads(evaluated.read_text())
+            condition = trained.parts[-2]
             if record["status"] == "ok":
-                arms.setdefault((trained.parts[-3], trained.parts[-2]), []).append(record)
+                arms.setdefault((studies.get(condition, trained.parts[-3]), condition), []).append(record)
     return arms
 
 

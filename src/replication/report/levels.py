@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import claims_view as rc
+from ..judge.measure import record_paths
 from ..judge.probes import probe_title
 from ..judge.stats import t_interval
 from ..io import load_yaml
@@ -25,15 +26,25 @@ def probe_names(protocol):
     return {probe: probe_title(probe, protocol) for probe in SHOWN}
 
 
+def study_of(root="."):
+    """{condition: its study} (resolved/conditions.json), so that a stage-2 folder's records
+    (run/stage_two.py) count under their condition's study; {} without the file (then the folder
+    names the study)."""
+    path = Path(root, "resolved", "conditions.json")
+    return {name: info["study"] for name, info in json.loads(path.read_text())["conditions"].items()} \
+        if path.exists() else {}
+
+
 def levels(root="."):
     """One row per study, condition and rung: the mean over seeds of each probe on h, in %, and the
-    seeds behind it; the columns in the order of probe_names."""
-    rows, names = [], {}
+    seeds behind it (stage 2's among them); the columns in the order of probe_names."""
+    rows, names, studies = [], {}, study_of(root)
     for path in sorted(Path(root, "results", "evaluate").glob("*/*/seed_*.json")):
         record = json.loads(path.read_text())
         for step, metrics in (record.get("at") or {}).items():
             names = names or probe_names(metrics["protocol"])
-            rows.append({"study": path.parts[-3], "condition": path.parts[-2], "step": int(step),
+            rows.append({"study": studies.get(path.parts[-2], path.parts[-3]), "condition": path.parts[-2],
+                         "step": int(step),
                          **{title: 100 * metrics["h"][key] for key, title in probe_names(metrics["protocol"]).items()
                             if rc.number(metrics["h"].get(key)) is not None}})
     if not rows:
@@ -104,8 +115,9 @@ def _interval(values, level):
     return f"{100 * sum(values) / len(values):.1f} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
-def _seeds(root, kind, study, condition):
-    return [json.loads(p.read_text()) for p in sorted(Path(root, "results", kind, study, condition).glob("seed_*.json"))]
+def _seeds(root, kind, condition):
+    """A condition's records of one kind, every seed in seed order, stage 2's among them."""
+    return [json.loads(Path(root, p).read_text()) for p in record_paths(condition, kind, root)]
 
 
 def method_levels(methods, level, root="."):
@@ -117,8 +129,8 @@ def method_levels(methods, level, root="."):
     seeds). A method whose records are missing is left out."""
     rows = []
     for method in methods:
-        study, condition = method.arm.split("/")
-        trained, evaluated = _seeds(root, "pretrain", study, condition), _seeds(root, "evaluate", study, condition)
+        condition = method.arm.split("/")[1]
+        trained, evaluated = _seeds(root, "training", condition), _seeds(root, "evaluation", condition)
         if not trained or not evaluated:
             continue
         config = trained[0]["config"]
