@@ -136,3 +136,24 @@ def test_dvc_lists_a_pretrain_and_evaluate_stage_per_stage_two_study(tmp_path):
         assert stages[f"{kind}_stage2@temperature_stage2"] == [
             x.replace("temperature", "temperature_stage2") for x in stages[f"{kind}@temperature"]]
 
+
+
+def test_the_look_is_made_once_after_stage_one_is_judged_and_committed(tmp_path, monkeypatch):
+    """--write refuses before stage 1 is judged under the registration, while its analysis is not
+    committed, and once a choice is written."""
+    monkeypatch.chdir(tmp_path)
+    subprocess.run(["git", "init", "-q"], check=True)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "analysis").mkdir()
+    shutil.copy(ROOT / "analysis/stage_two.yaml", tmp_path / "analysis")
+    (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-01"}))
+    assert "not yet judged under the registration of 2026-12-04" in tool.ready_to_look("2026-12-04")
+    (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-04"}))
+    (tmp_path / "reports/claims.json").write_text("[]")
+    assert "not committed" in tool.ready_to_look("2026-12-04")
+    subprocess.run(["git", "add", "."], check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "stage 1"], check=True)
+    assert tool.ready_to_look("2026-12-04") is None
+    (tmp_path / "analysis/stage_two.yaml").write_text(
+        "stage_two:\n  seeds: [5]\n  studies: {a_stage2: {study: a, conditions: [c], seeds: [5]}}\n")
+    assert "already chosen" in tool.ready_to_look("2026-12-04")
