@@ -226,7 +226,7 @@ def test_the_readme_commands_for_the_verdict_counts_fit_a_terminal():
 def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     tree = tmp_path / "plots"
     tree.mkdir()
-    for name in ("dvc.yaml", "params.yaml", ".dvc/config"):
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config", "analysis/stage_two.yaml"):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tree / name)
     shutil.copytree(ROOT / ".dvc" / "plots", tree / ".dvc" / "plots")
@@ -263,7 +263,7 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
 def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, tmp_path):
     tree = tmp_path / "metrics"
     tree.mkdir()
-    for name in ("dvc.yaml", "params.yaml", ".dvc/config"):
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config", "analysis/stage_two.yaml"):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tree / name)
     run(["git", "init", "-q"], tree, check=True)
