@@ -52,6 +52,8 @@ def params_with_bomb():
 def project(tmp_path, params_text):
     (tmp_path / "params.yaml").write_text(params_text)
     shutil.copytree(ROOT / "resolved", tmp_path / "resolved")
+    (tmp_path / "analysis").mkdir()
+    shutil.copy(ROOT / "analysis" / "stage_two.yaml", tmp_path / "analysis")
     return tmp_path
 
 
