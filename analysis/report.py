@@ -19,6 +19,7 @@ from IPython.display import HTML, display
 from replication.io import cpu_model
 from replication.judge import registration, verdicts
 from replication.judge.kinds import chance_loss
+from replication.judge.measure import study_of
 from replication.judge.registry import load_registry
 from replication.judge.stats import t_interval
 from replication.report import claims_view as rc, deviations as rd, figures, headroom, levels, notebook as render, page
@@ -239,7 +240,7 @@ EXAMPLES = {"ntxent-example": ntxent_example, "tiny-simclr": tiny_simclr, "toy2d
 def pretrain_runs():
     """Every pretraining run as a row: condition, seed, status, settings and its linear probe at the
     study's budget; and every rung of every run as a row of a second table (step 0: the control)."""
-    rows, rungs, studies = [], [], levels.study_of()
+    rows, rungs, studies = [], [], study_of()
     for path in sorted(Path("results/pretrain").glob("*/*/seed_*.json")):
         r = load(path)
         evaluated = Path("results/evaluate", *path.parts[2:])

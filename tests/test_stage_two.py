@@ -157,3 +157,35 @@ def test_the_look_is_made_once_after_stage_one_is_judged_and_committed(tmp_path,
     (tmp_path / "analysis/stage_two.yaml").write_text(
         "stage_two:\n  seeds: [5]\n  studies: {a_stage2: {study: a, conditions: [c], seeds: [5]}}\n")
     assert "already chosen" in tool.ready_to_look("2026-12-04")
+
+
+def test_the_judge_reads_a_conditions_stage_two_seeds_beside_stage_one(tmp_path):
+    """A chosen condition's stage-2 seeds, in their own folder, are checked and read with its stage-1
+    seeds, and counted under its study; without `runs` naming them they are unexpected files."""
+    from test_registry import SEEDS as FIRST, write_world
+    from replication.judge.dvc_files import loss_rows
+    from replication.judge.measure import InputError, check_inputs, record_paths
+    write_world(tmp_path)
+    for kind in ("pretrain", "evaluate"):
+        record = json.loads((tmp_path / "results" / kind / "s" / "cb" / "seed_2.json").read_text())
+        record["seed"] = 9
+        if kind == "pretrain":
+            record["loss_curve"] = [[300, 0.25]]
+        else:                                    # a run of its own (the judge refuses a copied record)
+            record["eval"] = record["at"]["300"] = {"h": {"linear": 0.7, "knn": 0.7}}
+        folder = tmp_path / "results" / kind / "s_stage2" / "cb"
+        folder.mkdir(parents=True)
+        (folder / "seed_9.json").write_text(json.dumps(record))
+    path = tmp_path / "resolved" / "conditions.json"
+    conditions = json.loads(path.read_text())
+    with pytest.raises(InputError, match="s_stage2/cb/seed_9.json: a file the resolved configuration does not expect"):
+        check_inputs(conditions, tmp_path)
+    conditions["conditions"]["cb"]["runs"] = {"s": FIRST, "s_stage2": [9]}
+    path.write_text(json.dumps(conditions))
+    check_inputs(conditions, tmp_path)
+    assert [json.loads((tmp_path / p).read_text())["seed"] for p in record_paths("cb", "evaluation", tmp_path)] == \
+        [*FIRST, 9]
+    assert list(loss_rows(tmp_path)) == ["s"]
+    (tmp_path / "results" / "evaluate" / "s_stage2" / "cb" / "seed_9.json").write_text("")
+    with pytest.raises(InputError, match=r"rewrite it with `dvc repro -f evaluate_stage2@s_stage2`"):
+        check_inputs(conditions, tmp_path)

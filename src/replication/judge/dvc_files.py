@@ -27,7 +27,7 @@ import numpy as np
 
 from ..io import atomic_path, write_json
 from .kinds import chance_loss
-from .measure import record_pattern
+from .measure import record_pattern, study_of
 from .record import rounded
 
 METRICS = "reports/metrics.json"
@@ -100,9 +100,10 @@ def loss_rows(root="."):
     from the training records' loss curves; a seed that stopped early (diverged, collapsed) counts
     until it stopped. chance: the loss of an encoder that tells nothing apart (kinds.chance_loss),
     empty where the loss has none."""
-    curves, chance = {}, {}
+    curves, chance, studies = {}, {}, study_of(root)
     for path in sorted(glob.glob(record_pattern(kind="training"), root_dir=root)):
-        study, condition = Path(path).parts[-3:-1]
+        folder, condition = Path(path).parts[-3:-1]
+        study = studies.get(condition, folder)           # a stage-2 folder's seeds join their study's
         record = json.loads(Path(root, path).read_text())
         curve = curves.setdefault(study, {}).setdefault(condition, {})
         config = record.get("config") or {}

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import digest, read_json, run_digest, sha256
+from ..run.stage_two import SUFFIX, is_stage_two
 from .probes import ACCURACIES, CONTRASTIVE_TOP1, EMBEDDING_FIGURES, PROBES
 
 STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
@@ -38,11 +39,11 @@ class InputError(Exception):
 
 
 def producing_stage(path):
-    """The DVC stage that writes a result file: pretrain@<study>, evaluate@<study>, an example's
-    stage or determinism."""
+    """The DVC stage that writes a result file: pretrain@<study>, evaluate@<study> (a stage-2 study's:
+    pretrain_stage2@<name>, evaluate_stage2@<name>), an example's stage or determinism."""
     parts = Path(path).parts
     if len(parts) > 2 and parts[1] in ("pretrain", "evaluate"):
-        return f"{parts[1]}@{parts[2]}"
+        return f"{parts[1]}{SUFFIX if is_stage_two(parts[2]) else ''}@{parts[2]}"
     if len(parts) > 2 and parts[1] == "examples":
         return STAGE_OF_EXAMPLE.get(Path(path).stem, "analyze")
     return Path(path).stem
@@ -123,6 +124,20 @@ def record_pattern(condition="*", kind="evaluation", study="*", seed="*"):
     results/pretrain|evaluate/<study>/<condition>/seed_<seed>.json; '*' (a glob) for any. The one
     rule for where a run's records are."""
     return f"{FOLDERS[kind]}/{study}/{condition}/seed_{seed}.json"
+
+
+def runs_of(info, seeds):
+    """[(study folder, seed)] of every run of a condition (its resolved/conditions.json entry):
+    stage 1's seeds in its study's folder, and where stage 2 chose it (`runs`), each folder's seeds."""
+    return [(folder, seed) for folder, chosen in (info.get("runs") or {info["study"]: seeds}).items()
+            for seed in chosen]
+
+
+def study_of(root="."):
+    """{condition: its study} (resolved/conditions.json), so that a stage-2 folder's records count
+    under their condition's study; {} without the file (then the folder names the study)."""
+    path = Path(root, "resolved", "conditions.json")
+    return {name: info["study"] for name, info in read_json(path)["conditions"].items()} if path.exists() else {}
 
 
 def record_paths(condition, kind, root="."):
@@ -351,8 +366,8 @@ def _inside(path, root):
 def _check_folders(conditions, root):
     """results/ and its record folders are real folders of this repository (not symlinks out of
     it), and each holds only the records the resolved configuration expects."""
-    expected = {record_pattern(name, kind, info["study"], seed)
-                for name, info in conditions["conditions"].items() for seed in conditions["seeds"] for kind in FOLDERS}
+    expected = {record_pattern(name, kind, folder, seed) for name, info in conditions["conditions"].items()
+                for folder, seed in runs_of(info, conditions["seeds"]) for kind in FOLDERS}
     for kind in FOLDERS:
         folder = Path(root, FOLDERS[kind])
         for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
@@ -488,11 +503,11 @@ def check_inputs(conditions, root="."):
     _check_folders(conditions, root)
     for name, info in conditions["conditions"].items():
         resolved, runs = _resolved(f"pretrain/{info['study']}", root), []
-        for seed in conditions["seeds"]:
-            trained = record_pattern(name, "training", info["study"], seed)
+        for folder, seed in runs_of(info, conditions["seeds"]):
+            trained = record_pattern(name, "training", folder, seed)
             training = read_record(trained, root)
             _check_fields(trained, training, TRAINING_FIELDS)
-            path = record_pattern(name, "evaluation", info["study"], seed)
+            path = record_pattern(name, "evaluation", folder, seed)
             evaluation = read_record(path, root)
             _check_fields(path, evaluation, EVALUATION_FIELDS)
             if (training["condition"], training["seed"]) != (name, seed) or \

@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import claims_view as rc
-from ..judge.measure import record_paths
+from ..judge.measure import record_paths, study_of
 from ..judge.probes import probe_title
 from ..judge.stats import t_interval
 from ..io import load_yaml
@@ -24,15 +24,6 @@ SHOWN = ("linear", "linear_full", "knn")     # the probes on h the table shows, 
 def probe_names(protocol):
     """{metric key on h: column title} in the words of the record's own protocol."""
     return {probe: probe_title(probe, protocol) for probe in SHOWN}
-
-
-def study_of(root="."):
-    """{condition: its study} (resolved/conditions.json), so that a stage-2 folder's records
-    (run/stage_two.py) count under their condition's study; {} without the file (then the folder
-    names the study)."""
-    path = Path(root, "resolved", "conditions.json")
-    return {name: info["study"] for name, info in json.loads(path.read_text())["conditions"].items()} \
-        if path.exists() else {}
 
 
 def levels(root="."):

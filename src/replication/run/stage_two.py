@@ -13,6 +13,7 @@ so that stage 1's are never rewritten, and resolved/conditions.json gives each c
 
 Before the look the file chooses nothing, and resolve's output is stage 1's alone.
 """
+import re
 from pathlib import Path
 
 import yaml
@@ -44,6 +45,11 @@ def part_names(study, parts):
     if parts == 1:
         return [f"{study}{SUFFIX}"]
     return [f"{study}{SUFFIX}_{chr(ord('a') + i)}" for i in range(parts)]
+
+
+def is_stage_two(study):
+    """Whether a study (a record folder) is a stage-2 study: <study>_stage2[_a, _b, ...]."""
+    return re.search(rf"{SUFFIX}(_[a-z])?$", study) is not None
 
 
 def read_selection(path=SELECTION):
