@@ -364,6 +364,18 @@ def test_the_probe_panel_holds_every_probe_the_committed_rules_registered():
     assert rules["robustness"]["rungs"] == "last doubling"
 
 
+def test_an_alternative_shows_the_figure_of_the_contrast_that_decided_it():
+    """A claim of two contrasts, contradicted on another probe by its second: the alternative (and so
+    its 'contradicted on ...' label) carries the second contrast's figure, not the first's."""
+    from replication.judge.robustness import _alternative
+    out = {"verdict": "contradicted",
+           "contrasts": [{"verdict": "inconclusive", "diff_mean": 0.01, "diff_ci95": [-0.01, 0.03]},
+                         {"verdict": "contradicted", "diff_mean": -0.05, "diff_ci95": [-0.07, -0.03]}]}
+    alternative = _alternative("probe", "knn", out)
+    assert (alternative["diff_mean"], alternative["diff_ci95"]) == (-0.05, [-0.07, -0.03])
+    assert _alternative("probe", "knn", {**out, "verdict": "reproduced"})["diff_mean"] == 0.01
+
+
 # ---------------------------------------------------------------- what a verdict carries beside it
 
 def test_a_step_zero_reading_that_cannot_be_read_says_why_the_baseline_is_absent(tmp_path):

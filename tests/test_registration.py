@@ -273,6 +273,27 @@ def test_an_amended_claim_after_a_rule_change_shows_the_registered_codes_verdict
     assert "post hoc" in claim["labels"]
 
 
+def test_a_claim_amended_before_a_rule_change_keeps_its_registered_texts_verdict_as_frozen(
+        tmp_path, monkeypatch, capsys):
+    """Amended first (frozen text: reproduced, today's text: no meaningful effect), then a rule change
+    that moves nothing: the frozen verdict shown is still the registered text's, not today's text's
+    verdict under the replaced code."""
+    from tools.register import main as register_main
+    registry = registered_world(tmp_path)
+    date = json.loads((tmp_path / "analysis" / "registration.json").read_text())["date"]
+    amendment = (f"  amended: [{{date: '{date}', what: margin 0.02 -> 0.5, why: test, "
+                 "previous_verdict: reproduced, post_registration: true}]\n")
+    registry.write_text(registry.read_text().replace("  margin: 0.02\n", "  margin: 0.5\n" + amendment, 1))
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    assert judged_claims(tmp_path)[0]["frozen_verdict"] == "reproduced"
+    assert register_main(["--rules-changed", "a new rule", "--why", "test"]) == 0
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    claim = judged_claims(tmp_path)[0]
+    assert status == 0, err
+    assert claim["frozen_verdict"] == "reproduced" and claim["verdict"] == "no meaningful effect"
+    assert "post hoc" in claim["labels"]
+
+
 def test_the_analyze_entry_point_checks_the_code_and_judging_does_not(tmp_path, monkeypatch):
     """judge_registry judges whatever code it runs (tools.register relies on it); analyze checks first."""
     from replication.judge import registration

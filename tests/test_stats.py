@@ -77,3 +77,14 @@ def test_interval_verdict():
     assert verdicts.interval_verdict([0.98, 0.99], 0.97, 1.0) == "reproduced"
     assert verdicts.interval_verdict([0.90, 0.95], 0.97, 1.0) == "contradicted"
     assert verdicts.interval_verdict([0.95, 0.99], 0.97, 1.0) == "inconclusive"
+
+
+def test_trend_slopes_are_least_squares_and_exactly_zero_for_a_flat_effect():
+    steps = [300, 1200, 2400, 4800]
+    rng = np.random.default_rng(3)
+    effects = [{s: float(v) for s, v in enumerate(rng.normal(size=4))} for _ in steps]
+    slopes, seeds = stats.trend_slopes(steps, effects)
+    x = np.log10(steps)
+    assert slopes == pytest.approx([np.polyfit(x, [e[s] for e in effects], 1)[0] for s in seeds], abs=1e-12)
+    flat = [{0: 0.1 + 0.2, 1: -0.3}] * len(steps)
+    assert stats.trend_slopes(steps, flat)[0] == [0.0, 0.0]

@@ -32,7 +32,7 @@ from replication.judge.measure import InputError
 from replication.judge.record import CLAIMS, claims_text
 from replication.judge.registration import (CODE_AMENDMENTS, RegistrationError, add_to_analysis_deps,
                                             all_code_amendments, amend_code, amend_rules, git, load,
-                                            load_code_amendments, record_path, register)
+                                            load_code_amendments, record_path, register, rule_changes)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
 
@@ -61,8 +61,12 @@ def rules_changed(what, why):
     if amendments and amendments[-1]["claims_json_sha256"] != digest and not amendments[-1].get("frozen_verdicts"):
         raise RegistrationError(f"{CLAIMS}: not the claims.json the registered code judged (its sha256 differs from "
                                 f"the last amendment's); restore it with `git checkout {CLAIMS}`")
-    before = {c["id"]: c["verdict"] for c in json.loads(committed)}      # under the code being replaced
-    amendment = amend_rules(record, what, why, before, digest)
+    judged = json.loads(committed)
+    before = {c["id"]: c["verdict"] for c in judged}      # under the code being replaced
+    # the first rule change: every frozen_verdict claims.json holds is a registered claim text's
+    registered_texts = None if rule_changes(amendments) else \
+        {c["id"]: c["frozen_verdict"] for c in judged if c.get("frozen_verdict")}
+    amendment = amend_rules(record, what, why, before, digest, registered_claim_verdicts=registered_texts)
     write_json(CODE_AMENDMENTS, [*all_code_amendments(), amendment])
     return amendment
 

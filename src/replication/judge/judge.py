@@ -186,9 +186,11 @@ def judge_registry(conditions, registry="analysis/claims.yaml"):
     check_inputs(conditions)
     judged = judge_all(claims, rules=rules, run=record and record["run"], documents=registered.documents)
     changes = registration.rule_changes(amendments)
-    # an amended claim's frozen verdict is the registered code's (the first rule change recorded it);
-    # where no rule has changed, today's code is the registered code and judges the frozen claim
-    registered_code = changes[0]["frozen_verdicts"] if changes else {}
+    # an amended claim's frozen verdict is its registered text's under the registered code (the first
+    # rule change recorded it); where no rule has changed, today's code is the registered code and
+    # judges the frozen claim
+    registered_code = {**changes[0]["frozen_verdicts"], **(changes[0].get("registered_claim_verdicts") or {})} \
+        if changes else {}
     for out in judged:
         if out["id"] in frozen:
             out["frozen_verdict"] = registered_code.get(out["id"]) or \

@@ -153,6 +153,9 @@ class CodeAmendment(Strict):
     claims_json_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     sha256: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]]
     frozen_verdicts: dict[str, Verdict] | None = None     # a rule change: each claim's verdict under the frozen code
+    # a rule change: each claim amended after the registration, the verdict its registered text had
+    # under the frozen code (claims.json's frozen_verdict), which today's code can no longer give
+    registered_claim_verdicts: dict[str, Verdict] | None = None
 
 
 def _read(path, model, many=False):
@@ -231,12 +234,15 @@ def amend_code(record, what, why, claims_sha256, root=".", date=None):
             "sha256": {path: sha256(Path(root, path)) for path in judged_code(root)}}
 
 
-def amend_rules(record, what, why, frozen_verdicts, claims_sha256, root=".", date=None):
+def amend_rules(record, what, why, frozen_verdicts, claims_sha256, root=".", date=None,
+                registered_claim_verdicts=None):
     """A rule change after the registration: the judged code as it is now, and each claim's verdict
     under the frozen code (from the committed reports/claims.json it wrote, claims_sha256), so that
-    every verdict the change moves is shown post hoc beside the frozen one."""
+    every verdict the change moves is shown post hoc beside the frozen one; with the verdicts of the
+    registered texts of claims amended since (`registered_claim_verdicts`), so that they stay shown."""
     return {**amend_code(record, what, why, claims_sha256, root, date), "verdicts_identical": False,
-            "frozen_verdicts": frozen_verdicts}
+            "frozen_verdicts": frozen_verdicts,
+            **({"registered_claim_verdicts": registered_claim_verdicts} if registered_claim_verdicts else {})}
 
 
 def rule_changes(amendments):

@@ -67,7 +67,10 @@ def label(primary_verdict, alternatives, reversing=()):
 
 
 def _alternative(dimension, choice, out):
-    main = (out.get("contrasts") or [{}])[0]
+    """The claim judged another way: its verdict with the figure of the contrast that gave it (the
+    first contrast with the claim's verdict, else the first), so a label shows what decided."""
+    contrasts = out.get("contrasts") or [{}]
+    main = next((c for c in contrasts if c.get("verdict") == out["verdict"]), contrasts[0])
     return {"dimension": dimension, "choice": choice, "verdict": out["verdict"],
             "diff_mean": main.get("diff_mean"), "diff_ci95": main.get("diff_ci95")}
 

@@ -62,7 +62,14 @@ def trend_slopes(steps, effects):
     if len(steps) < 2 or len(seeds) < 2:
         return None
     x = np.log10(np.asarray(steps, dtype=float))
-    return [float(np.polyfit(x, [e[s] for e in effects], 1)[0]) for s in seeds], seeds
+    x = x - x.mean()
+    # b = sum((x - mean x)(y - mean y)) / sum((x - mean x)^2): a flat effect gives exactly 0 on any
+    # CPU, where a least-squares solver leaves rounding noise whose sign depends on the kernels.
+    slopes = []
+    for s in seeds:
+        y = np.array([e[s] for e in effects], dtype=float)
+        slopes.append(float(np.sum(x * (y - y.mean())) / np.sum(x * x)))
+    return slopes, seeds
 
 
 def cluster_bootstrap(statistic, groups, draws=2000, seed=0):
