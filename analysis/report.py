@@ -290,10 +290,11 @@ def arm_figure(section_claims):
     marks = rc.published_marks(section_claims, registered)
     fig = figures.arm_panels(rows, panels, label, LEVEL, marks)
     names = list(dict.fromkeys(r["condition"] for r in rows))
-    show(f"The arms this section's claims read, per seed, at the rung each verdict reads ({len(panels)} panels)",
-         f"The {len(names)} conditions its claims read, at the verdicts' rungs, accuracies in %; {SEEDS}"
-         + ("; dashed black: where the published effect puts the first arm of a contrast, given the second" if marks
-            else "") + ".", fig)
+    folded(f"The {len(names)} arms this section's claims read, per seed ({len(panels)} panels)", figure(
+        f"The arms this section's claims read, per seed, at the rung each verdict reads ({len(panels)} panels)",
+        f"The {len(names)} conditions its claims read, at the verdicts' rungs, accuracies in %; {SEEDS}"
+        + ("; dashed black: where the published effect puts the first arm of a contrast, given the second" if marks
+           else "") + ".", fig))
 
 
 def ladder_figure(names):

@@ -9,23 +9,32 @@ import pytest
 import yaml
 from scipy import stats
 
+from replication.judge import sequential
 from tools.repro import registered_run_in_progress
 
 CLAIMS = Path(__file__).resolve().parents[1] / "reports" / "claims.json"
 REGISTRY = Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml"
 pytestmark = pytest.mark.skipif(not CLAIMS.exists(), reason="no committed reports/claims.json")
-ALPHA = yaml.safe_load(REGISTRY.read_text())["rules"]["alpha"]     # each one-sided test's level, as registered
+RULES = yaml.safe_load(REGISTRY.read_text())["rules"]
+ALPHA = RULES["alpha"]                                  # each one-sided test's level, as registered
 
 
 def load():
     return json.loads(CLAIMS.read_text())
 
 
-def ci95(x):
+def ci95(x, alpha=ALPHA):
     """The (1 - 2 alpha) t-interval of the mean: claims.json's `ci95`, whatever the registered alpha."""
     x = np.asarray(x, float)
-    half = stats.t.ppf(1 - ALPHA, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    half = stats.t.ppf(1 - alpha, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
     return x.mean() - half, x.mean() + half
+
+
+def deciding_interval(d):
+    """The interval that decided a paired contrast over these seeds: under a registered sequential
+    design, (1 - 2 alpha) at the alpha its look spends (its stage-1 or stage-2 boundary,
+    tests/test_sequential.py); the plain one without a design."""
+    return ci95(d, sequential.look(RULES, len(d))["alpha"])
 
 
 def test_every_arm_interval_recomputes():
@@ -64,7 +73,7 @@ def test_paired_verdicts_recompute():
         a = np.asarray([by_seed_a[s] for s in contrast["seeds"]])
         b = np.asarray([by_seed_b[s] for s in contrast["seeds"]])
         d = b - a if contrast["direction"] == "less" else a - b
-        lo, hi = ci95(d)
+        lo, hi = deciding_interval(d)
         assert (lo, hi) == pytest.approx(tuple(contrast["diff_ci95"]))
         assert contrast["p"] == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
         m = contrast["margin"]

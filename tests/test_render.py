@@ -364,3 +364,12 @@ def test_the_first_screen_counts_the_verdicts_changed_since_the_first_rules():
     kept = claim("b", "inconclusive", 0.0, amended=[{"previous_verdict": "inconclusive"}])
     untouched = claim("c", "contradicted", -0.05)
     assert page.changed_since_first([moved, kept, untouched]).startswith("1 of 3 judged verdicts differ")
+
+
+def test_probes_deciding_a_claim_the_same_way_are_named_in_one_label():
+    judged = claim("a", "inconclusive", 0.0)
+    judged["labels"] = ["contradicted on kNN: -15 [-18, -13] points", "contradicted on centred kNN: -14 [-17, -12] points",
+                        "reproduced on weighted kNN: +3 [+2, +4] points", "published size ruled out"]
+    assert rc.tags(judged)[-3:] == [
+        "contradicted on kNN: -15 [-18, -13] points; centred kNN: -14 [-17, -12] points",
+        "reproduced on weighted kNN: +3 [+2, +4] points", "published size ruled out"]

@@ -235,6 +235,7 @@ def is_calibrated(claim):
     return "calibrated" in labels(claim)
 
 
+PROBE_LABEL_PREFIXES = (f"{CONTRADICTED} on ", f"{REPRODUCED} on ", "reverses on ")   # verdicts.decided_on_label, reverses_label
 VERDICT_OF = {v.replace(" ", "_"): v for v in VERDICTS}    # summary.json's keys back to the verdict words
 
 
@@ -441,9 +442,24 @@ def ours(claim):
 
 
 def tags(claim):
-    """The robustness label first, then the claim's other labels."""
+    """The robustness label first, then the claim's other labels, the probes that decide it one way
+    named in one label."""
     first = [robustness(claim)] if robustness(claim) else []
-    return first + [t for t in labels(claim) if t not in first and t != "robust" and not t.startswith("depends on")]
+    return first + merged_probe_labels(
+        [t for t in labels(claim) if t not in first and t != "robust" and not t.startswith("depends on")])
+
+
+def merged_probe_labels(labels):
+    """Consecutive labels of probes deciding the same way as one: 'contradicted on kNN: -15 [-18, -13]
+    points; centred kNN: -14.9 [-17.5, -12.4] points'."""
+    out = []
+    for label in labels:
+        prefix = next((p for p in PROBE_LABEL_PREFIXES if label.startswith(p)), None)
+        if prefix and out and out[-1].startswith(prefix):
+            out[-1] += "; " + label.removeprefix(prefix)
+        else:
+            out.append(label)
+    return out
 
 
 def arm_conditions(claim):

@@ -76,6 +76,10 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
     ("depends on: …", "the verdict weakens under the named alternative (probe, rung or basis)"),
     ("reverses on …", "a registered alternative probe decides the claim the other way (reproduced on one, "
                       "contradicted on the other); its effect and {level} interval beside it"),
+    ("contradicted on …", "the registered probe leaves the claim undecided and this alternative probe "
+                          "contradicts it; the effect and {level} interval of the contrast that decided"),
+    ("reproduced on …", "the registered probe leaves the claim undecided and this alternative probe "
+                        "reproduces it; the effect and {level} interval of the contrast that decided"),
     (RULED_OUT, "the verdict is inconclusive, but the interval excludes the published effect: it is smaller or "
                 "larger than published, whichever way the effect turns out against the margin"),
     ("read on …", "the claim's registered probe was not evaluated at the rungs it reads (run 2: the all-label "
@@ -174,11 +178,13 @@ def lore_key(claims, rules):
     level = level_label(rules)
     rows = [c for _, c in rc.lore(claims)]
     verdicts = {c["verdict"] for c in rows}
-    pairs = [(badge(v), esc(rule)) for v, rule in verdict_rules(rules) if v in verdicts]
+    # each verdict's rule up to its first qualification; the Legend holds the rest
+    pairs = [(badge(v), esc(rule.split("; ")[0])) for v, rule in verdict_rules(rules) if v in verdicts]
     words = [rc.magnitude_text(c) for c in rows if rc.magnitude_text(c)] + [t for c in rows for t in rc.tags(c)]
     defined = dict.fromkeys(filter(None, map(term_of, words)))
     pairs += [(f"<i>{esc(term)}</i>", esc(text.format(level=level))) for term, text in defined]
-    return "<p class='key'><b>Key.</b> " + "; ".join(f"{term}: {text}" for term, text in pairs) + ".</p>"
+    return ("<p class='key'><b>Key.</b> " + "; ".join(f"{term}: {text}" for term, text in pairs)
+            + ". Every rule in full: <a href='#sec-legend'>Legend</a>.</p>")
 
 
 def changed_since_first(claims):
