@@ -17,7 +17,7 @@ import yaml
 from IPython.display import HTML, display
 
 from replication.io import cpu_model
-from replication.judge import registration, verdicts
+from replication.judge import registration, sequential, verdicts
 from replication.judge.kinds import chance_loss
 from replication.judge.measure import study_of
 from replication.judge.registry import load_registry
@@ -30,6 +30,7 @@ claims = rc.load_claims("reports/claims.json")
 registry = load_registry("analysis/claims.yaml")                        # the sections, their order, the rules
 LEVEL = verdicts.level(registry.rules)                                      # every interval drawn
 LEVEL_LABEL = verdicts.level_label(registry.rules)                          # and as every caption names it
+EFFECT_LEVEL = sequential.level_text(registry.rules)           # a paired effect's: each sequential look's
 registered = {c["id"]: c for c in registry.claims}
 setup = json.loads(Path("resolved/report.json").read_text())               # profile, threads, workers
 resolved_conditions = json.loads(Path("resolved/conditions.json").read_text())
@@ -108,16 +109,16 @@ html(page.legend(registry.rules))
 
 # %%
 section("forest", "All effects, in the claims' own units")
-show(f"Forest plot: every claim's effect and {LEVEL_LABEL} interval in its own unit, points of accuracy in one "
+show(f"Forest plot: every claim's effect and interval ({EFFECT_LEVEL}) in its own unit, points of accuracy in one "
      "panel and the other units in another, grouped by verdict, with the published effect where known",
      "Each row a claim (click its label for it): its deciding contrast's effect in the claimed direction (marker) "
-     f"and {LEVEL_LABEL} interval (line); the grey band: its margin, inside which an effect is not meaningful. Rows "
+     f"and interval (line, {EFFECT_LEVEL}); the grey band: its margin, inside which an effect is not meaningful. Rows "
      "grouped by verdict, largest effect first; grey rows are not judged; black bars: the published effect. Read at "
      "each claim's rung (the index gives it).", figures.forest_plot(claims))
 both = [c for c in claims if rc.published_effect(c) is not None and rc.our_effect(c)]
 show("Published effect against our effect, one point per claim, in the claim's unit",
      f"The {len(both)} claims with a published effect in a unit we also measure: published (x) against ours (y) with "
-     f"our {LEVEL_LABEL} interval. On the dashed diagonal the miniature matches the paper in size; in the shaded "
+     f"our interval ({EFFECT_LEVEL}). On the dashed diagonal the miniature matches the paper in size; in the shaded "
      "quadrants it agrees in sign.", figures.published_vs_ours(claims))
 
 # %%
@@ -370,8 +371,8 @@ section("ladder", "The scale ladder",
         "a ladder claim's verdict is its top rung's, and its trend the slope of the effect against log10(steps) "
         "(legend). Each claim's details list its verdict at every rung.")
 folded(f"The {len(ladder_claims)} ladder claims' effects against steps", figure(
-    f"Scale ladder: each ladder claim's effect and {LEVEL_LABEL} interval against training steps",
-    f"The {len(ladder_claims)} ladder claims: the primary effect (claim's unit) and its {LEVEL_LABEL} interval at "
+    f"Scale ladder: each ladder claim's effect and interval ({EFFECT_LEVEL}) against training steps",
+    f"The {len(ladder_claims)} ladder claims: the primary effect (claim's unit) and its interval ({EFFECT_LEVEL}) at "
     "each rung (log axis); grey: inside the margin; dotted: the published effect where known; colour and marker: the "
     "verdict at the top rung.", figures.ladder_grid(claims)))
 
@@ -379,7 +380,7 @@ folded(f"The {len(ladder_claims)} ladder claims' effects against steps", figure(
 section("setup", "Setup and deviations from the papers",
         "Verdicts are computed by code from the rules in analysis/claims.yaml; a rule changed after results were seen "
         f"is an amendment, shown with the verdict before it. Intervals are {LEVEL_LABEL} Student-t intervals over "
-        "seeds; paired contrasts use the per-seed differences. Every arm is compared with its untrained control (the "
+        f"seeds; paired contrasts use the per-seed differences, at the level that decided ({EFFECT_LEVEL}). Every arm is compared with its untrained control (the "
         "same encoder at step 0); a contrast on an arm that did not train is not judged. Every number on this page is "
         "read from a file the pipeline wrote.")
 html(f"<p>{len(conditions)} conditions x {len(resolved_conditions['seeds'])} seeds, {setup['threads']} CPU thread per "

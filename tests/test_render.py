@@ -373,3 +373,16 @@ def test_probes_deciding_a_claim_the_same_way_are_named_in_one_label():
     assert rc.tags(judged)[-3:] == [
         "contradicted on kNN: -15 [-18, -13] points; centred kNN: -14 [-17, -12] points",
         "reproduced on weighted kNN: +3 [+2, +4] points", "published size ruled out"]
+
+
+def test_a_reason_names_the_level_of_the_look_that_decided_its_interval():
+    """Under a sequential design a stage-1 contrast (5 seeds) was decided by its 97.7% interval, and says so;
+    the column heading names each look's level; without a design both say 95%."""
+    design = {"stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock",
+              "conditions_at_most": 12, "first": []}
+    decided = claim("a", "reproduced", 0.05)
+    decided["contrast"]["seeds"] = [0, 1, 2, 3, 4]
+    assert "97.7% interval +4 to +6 points" in rc.reason(decided, {**RULES, "sequential": design})
+    assert "95% interval +4 to +6 points" in rc.reason(decided, RULES)
+    assert rc.ours_heading({**RULES, "sequential": design}) == "ours [interval: 97.7% at 5 seeds, 96.9% at 15]"
+    assert rc.ours_heading(RULES) == "ours [95% interval]"

@@ -135,3 +135,17 @@ def test_stage_two_decides_at_c2_and_never_revisits_a_stage_one_decision():
     assert kept["verdict"] == verdicts.REPRODUCED and len(kept["seeds"]) == 5
     assert sequential.look({"alpha": ALPHA}, 5) == {"alpha": ALPHA}
     assert sequential.look(rules, 15)["alpha"] == pytest.approx(stats.t.sf(c2, 14))
+
+
+def test_a_paired_interval_is_named_at_the_level_of_the_look_that_decided_it():
+    """Under the design, stage 1's interval is 1 - 2 alpha(t1) with Pocock's alpha(t1) = alpha ln(1 + (e - 1) t1),
+    stage 2's 1 - 2 P(t_14 > c2); without a design, the registry's 1 - 2 alpha."""
+    rules = {"alpha": 0.025, "sequential": DESIGN}
+    first = 1 - 2 * 0.025 * math.log(1 + (math.e - 1) * 5 / 15)
+    second = verdicts.level(sequential.look(rules, 15))
+    assert verdicts.level(sequential.look(rules, 5)) == pytest.approx(first)
+    assert sequential.level_text(rules) == f"{100 * first:.3g}% at 5 seeds, {100 * second:.3g}% at 15" \
+        == "97.7% at 5 seeds, 96.9% at 15"
+    assert sequential.level_text({"alpha": 0.025}) == "95%"
+    assert sequential.one_sided_text({"alpha": 0.025}) == "2.5%"
+    assert "(97.7% at 5 seeds, 96.9% at 15)" in verdicts.verdict_rules(rules)[0][1]

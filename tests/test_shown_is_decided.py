@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from replication.judge.registry import load_registry
 from replication.judge.verdicts import NO_POSITIVE_CONTROL
 from replication.report import claims_view as rc, markdown
 
-from test_claims import RULES
+from test_claims import REGISTRY, RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "reports" / "claims.json"
+REGISTERED_RULES = load_registry(REGISTRY).rules        # with its sequential design: the levels the committed looks decided at
 
 
 def inconsistencies(claim):
@@ -69,7 +71,7 @@ def test_claims_md_shows_each_claims_verdict_effect_and_reason_as_claims_json_ha
             row = rows[c["id"]]
             assert f"**{markdown.cell(rc.verdict_words(c))}**" in row, c["id"]
             assert markdown.cell(rc.ours(c)) in row, c["id"]
-            assert markdown.cell(rc.reason(c, RULES)) in row, c["id"]
+            assert markdown.cell(rc.reason(c, REGISTERED_RULES)) in row, c["id"]
 
 
 def paired(verdict, lo, hi, margin=0.02, direction="greater", **extra):

@@ -44,6 +44,18 @@ def measured(record, path):
     return True
 
 
+def _probe_line(evaluated, probe):
+    """One probe on h over the runs' seeds at their budget, with the same encoders untrained, titled in
+    the words of the records' own protocol (probes.probe_title)."""
+    from replication.judge.probes import probe_title
+    trained = [e["eval"]["h"][probe] for e in evaluated]
+    control = [e["control"]["h"][probe] for e in evaluated if probe in e["control"]["h"]]
+    protocol = next(iter(evaluated[0]["at"].values()))["protocol"]
+    untrained = f"; untrained, BatchNorm calibrated: {100 * np.mean(control):.1f}%" if control else ""
+    return (f"probe on h ({probe_title(probe, protocol)}) {100 * np.mean(trained):.1f}% (seeds: "
+            f"{100 * min(trained):.1f}-{100 * max(trained):.1f}%, n = {len(trained)}{untrained})")
+
+
 def figures_block():
     lines = []
     timing = _load(TIMING)
@@ -71,15 +83,12 @@ def figures_block():
     runs = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/pretrain/*/simclr/seed_*.json"))]
     evals = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/evaluate/*/simclr/seed_*.json"))]
     ok = [e for e in evals if e["status"] == "ok"]
-    linear = [e["eval"]["h"]["linear"] for e in ok]
-    if linear and runs:
-        control = [e["control"]["h"]["linear"] for e in ok]
+    if ok and runs:
         config = runs[0]["config"]
+        probes = [p for p in ("linear_full", "linear") if all(p in e["eval"]["h"] for e in ok)]
         lines.append(f"- Plain SimCLR on `{config['dataset']}` at the default budget (tau {config['tau']}, "
-                     f"{config['head']} head, {config['steps']} steps of {config['batch']} images): linear probe "
-                     f"on h {100 * np.mean(linear):.1f}% (seeds: {100 * min(linear):.1f}-{100 * max(linear):.1f}%, "
-                     f"n = {len(linear)}); the same encoders untrained (BatchNorm calibrated) "
-                     f"{100 * np.mean(control):.1f}%.")
+                     f"{config['head']} head, {config['steps']} steps of {config['batch']} images): "
+                     + "; ".join(_probe_line(ok, probe) for probe in probes) + ".")
         wall = [r["wall_s"] for r in runs]
         cpu = ", ".join(sorted({r.get("cpu", "CPU not recorded") for r in runs}))
         lines.append(f"- One such run (pretraining on to its last rung, {runs[0]['config']['ladder'][-1] if runs[0]['config'].get('ladder') else runs[0]['config']['steps']} "
@@ -169,9 +178,10 @@ def benchmarks_block():
 def verdicts_block(rules):
     """The verdict table at the registry's level, from the one list the analysis applies
     (src/replication/judge/verdicts.py)."""
-    from replication.judge.verdicts import level_label, verdict_rules
-    rows = [f"| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its {level_label(rules)} "
-            "interval, m the margin) |", "|---|---|"]
+    from replication.judge.sequential import level_text
+    from replication.judge.verdicts import verdict_rules
+    rows = [f"| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its interval "
+            f"({level_text(rules)}), m the margin) |", "|---|---|"]
     return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in verdict_rules(rules)])
 
 

@@ -5,7 +5,7 @@ rules of the registration, and the headline counts. No claim's verdict depends o
 """
 from collections import Counter
 
-from . import ladder, probes, registration, robustness, verdicts
+from . import ladder, probes, registration, robustness, sequential, verdicts
 from .kinds import judge_one
 from .measure import at_sweep_value, check_inputs, sweep_values
 from .registry import load_registry, validate_claim
@@ -91,7 +91,7 @@ def _effect_note(claim, c, rules):
         return ""
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
     lo, hi = (v * scale for v in c["diff_ci95"])
-    level = verdicts.level_label(rules)
+    level = verdicts.level_label(sequential.look(rules, len(c.get("seeds") or [])))     # the level that decided
     ours = f"here {c['diff_mean'] * scale:+.3g}{unit}, {level} CI {lo:+.3g} to {hi:+.3g}{unit}"
     if claim.get("published_effect") is not None:
         return f"Effect in the claimed direction: published {claim['published_effect']}; {ours}."

@@ -31,7 +31,7 @@ from functools import cache
 
 from scipy import stats
 
-from .verdicts import CONTRADICTED, INCONCLUSIVE, NO_EFFECT, REPRODUCED
+from .verdicts import CONTRADICTED, INCONCLUSIVE, NO_EFFECT, REPRODUCED, level_label, one_sided_label
 
 
 def seeds(design):
@@ -165,3 +165,24 @@ def simulate(effect, margin, direction, design, alpha, replicates=20_000, seed=0
     final = np.where(goes_on, decide_at(d, margin, direction, c2), first)
     return {v: float(np.mean(final == v)) for v in (REPRODUCED, CONTRADICTED, NO_EFFECT, INCONCLUSIVE)} | \
         {"continued": float(np.mean(goes_on))}
+
+
+def level_text(rules):
+    """The level of a paired contrast's interval, as printed: the registry's (verdicts.level_label),
+    or under a registered design each look's ('97.7% at 5 seeds, 96.9% at 15' at alpha 0.025), whose
+    bounds are the tests that decided (look)."""
+    return _at_each_look(rules, level_label)
+
+
+def one_sided_text(rules):
+    """The level of each one-sided test of a paired contrast, as printed ('2.5%', or each look's)."""
+    return _at_each_look(rules, one_sided_label)
+
+
+def _at_each_look(rules, label):
+    design = rules.get("sequential")
+    if not design:
+        return label(rules)
+    n1, n2 = seeds(design)
+    return f"{label(look(rules, n1))} at {n1} seeds, {label(look(rules, n2))} at {n2}"
+

@@ -84,9 +84,10 @@ ORIGINS = {   # who makes a claim (a claim's `origin`, else its section's), in t
 
 def verdict_rules(rules):
     """(verdict, rule) at the registered level: one source for README and the report."""
-    interval, each = level_label(rules), one_sided_label(rules)
+    from .sequential import level_text, one_sided_text       # sequential.py reads this module's words
+    interval, each = level_text(rules), one_sided_text(rules)
     return [
-        (REPRODUCED, f"the lower bound of the {interval} interval of the paired effect lies above +m "
+        (REPRODUCED, f"the lower bound of the paired effect's interval ({interval}) lies above +m "
                      f"(one-sided test of delta <= m at {each}), for every contrast of the claim"),
         (CONTRADICTED, f"the upper bound lies below -m (one-sided test of delta >= -m at {each}), for any contrast"),
         (NO_EFFECT, "the whole interval lies inside (-m, +m) (two one-sided tests, TOST), for any contrast that "
@@ -187,7 +188,7 @@ def one_sided_label(rules):
 
 
 def _percent(fraction):
-    return f"{round(100 * fraction, 6):g}%"
+    return f"{100 * fraction:.3g}%"
 
 
 # ---------------------------------------------------------------- one contrast

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..judge.judge import summary
 from ..judge.measure import in_path_form
 from ..judge.record import as_dicts, read_claims
+from ..judge.sequential import level_text, look
 from ..judge.verdicts import (CONTRADICTED, DECIDED, INCONCLUSIVE, JUDGED, MAGNITUDES, NO_EFFECT, NOT_TESTABLE,
                               NOT_TESTED, ORIGINS, REPRODUCED, VERDICTS, interval_reason, level_label, rank)
 
@@ -221,7 +222,8 @@ def _why(claim, c, v, rules):
     """The reason of one contrast `c` with verdict `v`, with its published answer (verdicts.py)."""
     effect = effect_of(claim, c)
     if effect and effect["lo"] is not None and effect["margin"] and v in JUDGED:
-        args = (effect["lo"], effect["hi"], effect["margin"], rules, effect["unit"], c.get("direction"))
+        at_look = look(rules, len(c.get("seeds") or []))      # the level the contrast was decided at
+        args = (effect["lo"], effect["hi"], effect["margin"], at_look, effect["unit"], c.get("direction"))
         why = interval_reason(v, *args) if v in DECIDED else c.get("reason") or interval_reason(v, *args)
         return "; ".join(filter(None, [why, c.get("published_answer")]))
     if c.get("reason") and c is not claim.get("contrast"):
@@ -426,8 +428,10 @@ def published_setting(claim):
 
 
 def ours_heading(rules):
-    """The title of the column that shows ours: its interval at the level of the registry's `rules`."""
-    return f"ours [{level_label(rules)} interval]"
+    """The title of the column that shows ours: its interval at the level that decided (the registry's
+    `rules`, or under a sequential design each look's)."""
+    levels = level_text(rules)
+    return f"ours [interval: {levels}]" if rules.get("sequential") else f"ours [{levels} interval]"
 
 
 def ours(claim):

@@ -11,6 +11,7 @@ from .claims_view import slug
 from ..judge.registration import amends, path_of
 from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, JUDGED, MAGNITUDES, NO_EFFECT, RULED_OUT, SHAPE, TREND_RULES,
                               level_label, rank, verdict_rules)
+from ..judge.sequential import level_text
 
 DOCUMENTS = [   # the three source documents, by their titles
     ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
@@ -52,9 +53,9 @@ PAPERS = [   # (short name as the registry's sources cite it, reference, link)
 ]
 
 MAGNITUDE_TERM = "published inside ours / ours larger / ours smaller than published"    # verdicts.MAGNITUDES' phrases
-TERMS = [   # terms the page uses besides the verdicts and trends, defined once; {level}: the registered level
+TERMS = [   # terms the page uses besides the verdicts and trends, defined once; {level}: a paired effect's (sequential.level_text)
     ("effect", "the paired per-seed difference between the claim's two arms, signed so that positive supports the "
-               "claim, in the claim's unit (points of accuracy, nats, ...), with its {level} t-interval"),
+               "claim, in the claim's unit (points of accuracy, nats, ...), with its t-interval ({level})"),
     ("margin", "the smallest effect the registry counts as meaningful, in the claim's unit, fixed per claim in "
                "analysis/claims.yaml before the run"),
     ("at", "the training length (steps) at which the figure is read; the scale ladder's top rung for ladder claims"),
@@ -75,17 +76,17 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
     ("robust", "the verdict holds under every registered alternative analysis (other probes, rungs, compute bases)"),
     ("depends on: …", "the verdict weakens under the named alternative (probe, rung or basis)"),
     ("reverses on …", "a registered alternative probe decides the claim the other way (reproduced on one, "
-                      "contradicted on the other); its effect and {level} interval beside it"),
+                      "contradicted on the other); its effect and interval ({level}) beside it"),
     ("contradicted on …", "the registered probe leaves the claim undecided and this alternative probe "
-                          "contradicts it; the effect and {level} interval of the contrast that decided"),
+                          "contradicts it; the effect and interval ({level}) of the contrast that decided"),
     ("reproduced on …", "the registered probe leaves the claim undecided and this alternative probe "
-                        "reproduces it; the effect and {level} interval of the contrast that decided"),
+                        "reproduces it; the effect and interval ({level}) of the contrast that decided"),
     (RULED_OUT, "the verdict is inconclusive, but the interval excludes the published effect: it is smaller or "
                 "larger than published, whichever way the effect turns out against the margin"),
     ("read on …", "the claim's registered probe was not evaluated at the rungs it reads (run 2: the all-label "
                   "probe at the budget only), so its stand-in was read"),
     (MAGNITUDE_TERM, "where the published effect lies "
-     "against our {level} interval: inside it, below it (ours larger) or above it (ours smaller)"),
+     "against our interval ({level}): inside it, below it (ours larger) or above it (ours smaller)"),
     ("realisation", "the figure rests on realisations of one seed rather than on independent seeds"),
     ("not converged", "an arm still moved by more than the registered threshold between the last two rungs"),
     ("q (BH)", "Benjamini-Hochberg q-value over the registry: shown as a screen, decides nothing"),
@@ -175,7 +176,7 @@ def term_of(word):
 def lore_key(claims, rules):
     """The words of the lore table, each defined where the reader first meets them (printed, not on
     hover): its verdicts, the magnitude phrase and every label it shows."""
-    level = level_label(rules)
+    level = level_text(rules)                 # the paired contrasts' intervals
     rows = [c for _, c in rc.lore(claims)]
     verdicts = {c["verdict"] for c in rows}
     # each verdict's rule up to its first qualification; the Legend holds the rest
@@ -204,9 +205,8 @@ def levels_table(levels, rules):
     rows = "".join(f"<tr><td title='{esc(row['arm'])}'><b>{esc(row['method'])}</b></td>"
                    + "".join(f"<td>{esc(str(row[c]))}</td>" for c in columns) + "</tr>" for _, row in levels.iterrows())
     return (f"<h2 id='sec-levels-first' class='lore'>What each method reached</h2><p class='scale'>Accuracy on h, % "
-            f"(mean over seeds [{esc(level_label(rules))} interval]) at each method's budget; first row: the untrained "
-            "encoder. CPU-min: the arm's whole run, every rung. Published: ImageNet top-1 of a ResNet-50 in the paper's "
-            "own setting, unless noted.</p>"
+            f"(mean over seeds [{esc(level_label(rules))} interval]) at each method's budget; CPU-min: the arm's whole "
+            "run; published: ImageNet top-1 of a ResNet-50 in the paper's setting, unless noted.</p>"
             f"<table class='levels-first'>{head}{rows}</table>")
 
 
@@ -218,10 +218,10 @@ def definition_list(pairs, verdicts=False):
 def legend(rules):
     """Every term of the page, defined once, near the top, folded; intervals at the level of the
     registry's `rules`."""
-    level = level_label(rules)
+    level = level_text(rules)                 # the paired contrasts' intervals
     return ("<h2 id='sec-legend'>Legend</h2><details class='legend'><summary>Every verdict, trend and term of the "
             "page, defined</summary><p>Verdicts of the literature's claims (m: the claim's margin; lo, hi: the "
-            f"{level} interval of the effect):</p>"
+            f"interval of the effect, {level}):</p>"
             + definition_list(verdict_rules(rules), verdicts=True)
             + "<p>Verdicts of the documents' printed examples and analytic facts:</p>"
             + definition_list(DOCUMENT_VERDICTS, verdicts=True)
