@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from tools.timing import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +51,19 @@ def smoke_copy(folder):
     copy = copy_project(ROOT, folder, profile="smoke")
     params = copy / "params.yaml"
     params.write_text(re.sub(r"(?m)^precision: \w+", "precision: fp32", params.read_text()))
+    first_stage_two_study_only(copy / "analysis" / "stage_two.yaml")
     return copy
+
+
+def first_stage_two_study_only(path):
+    """The rule's choice cut to its first stage-2 study: the smoke run still trains, evaluates and
+    judges a stage-2 study, without running every one the registered run chose."""
+    selection = yaml.safe_load(path.read_text())
+    studies = selection["stage_two"]["studies"]
+    if studies:
+        first = next(iter(studies))
+        selection["stage_two"]["studies"] = {first: studies[first]}
+        path.write_text(yaml.safe_dump(selection, sort_keys=False))
 
 
 def smoke_tree(folder):

@@ -34,9 +34,14 @@ def stage_one():
     return resolve(read_params())
 
 
-def test_before_the_look_resolve_writes_stage_one_alone(stage_one):
-    """The committed selection chooses nothing: resolve's files are exactly stage 1's."""
-    selection = stage_two.read_selection()
+NOTHING_CHOSEN = "stage_two:\n  seeds: []\n  studies: {}\n"      # the file before the look
+
+
+def test_before_the_look_resolve_writes_stage_one_alone(stage_one, tmp_path):
+    """A selection that chooses nothing (the file as committed before the look): resolve's files are
+    exactly stage 1's."""
+    (tmp_path / "stage_two.yaml").write_text(NOTHING_CHOSEN)
+    selection = stage_two.read_selection(tmp_path / "stage_two.yaml")
     assert (selection.seeds, selection.studies) == ([], {})
     assert stage_two.extend(stage_one, selection) is stage_one
 
@@ -145,7 +150,7 @@ def test_the_look_is_made_once_after_stage_one_is_judged_and_committed(tmp_path,
     subprocess.run(["git", "init", "-q"], check=True)
     (tmp_path / "reports").mkdir()
     (tmp_path / "analysis").mkdir()
-    shutil.copy(ROOT / "analysis/stage_two.yaml", tmp_path / "analysis")
+    (tmp_path / "analysis/stage_two.yaml").write_text(NOTHING_CHOSEN)
     (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-01"}))
     assert "not yet judged under the registration of 2026-12-04" in tool.ready_to_look("2026-12-04")
     (tmp_path / "reports/summary.json").write_text(json.dumps({"registered_on": "2026-12-04"}))

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -46,6 +47,12 @@ class OutsideError(WriteError):
 
 
 PIPELINE = ("params.yaml", "results", "resolved", "reports", "data", "artifacts")   # what the pipeline reads, writes
+STAGE_TWO_SUFFIX = "_stage2"   # <study>_stage2[_a, _b, ...]: a stage-2 study, its DVC stages and record folders
+
+
+def is_stage_two(study):
+    """Whether a study (a record folder) is a stage-2 study (run/stage_two.py): <study>_stage2[_a, _b, ...]."""
+    return re.search(rf"{STAGE_TWO_SUFFIX}(_[a-z])?$", study) is not None
 
 
 def inside(path):

@@ -24,8 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import digest, read_json, run_digest, sha256
-from ..run.stage_two import SUFFIX, is_stage_two
+from ..io import STAGE_TWO_SUFFIX, digest, is_stage_two, read_json, run_digest, sha256
 from .probes import ACCURACIES, CONTRASTIVE_TOP1, EMBEDDING_FIGURES, PROBES
 
 STAGE_OF_EXAMPLE = {"ntxent_numpy": "ntxent_example", "analytic": "analytic", "toy2d": "toy2d",
@@ -43,7 +42,7 @@ def producing_stage(path):
     pretrain_stage2@<name>, evaluate_stage2@<name>), an example's stage or determinism."""
     parts = Path(path).parts
     if len(parts) > 2 and parts[1] in ("pretrain", "evaluate"):
-        return f"{parts[1]}{SUFFIX if is_stage_two(parts[2]) else ''}@{parts[2]}"
+        return f"{parts[1]}{STAGE_TWO_SUFFIX if is_stage_two(parts[2]) else ''}@{parts[2]}"
     if len(parts) > 2 and parts[1] == "examples":
         return STAGE_OF_EXAMPLE.get(Path(path).stem, "analyze")
     return Path(path).stem

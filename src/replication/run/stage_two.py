@@ -13,18 +13,16 @@ so that stage 1's are never rewritten, and resolved/conditions.json gives each c
 
 Before the look the file chooses nothing, and resolve's output is stage 1's alone.
 """
-import re
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
 
-from ..io import load_yaml
+from ..io import STAGE_TWO_SUFFIX, load_yaml
 from ..schema import Strict, one_line
 from .config import ParamsError, Seed, check_name
 
 SELECTION = Path("analysis/stage_two.yaml")
-SUFFIX = "_stage2"           # <study>_stage2[_a, _b, ...]: a stage-2 study, its DVC stages and record folders
 
 
 class Part(Strict):
@@ -43,13 +41,9 @@ class StageTwo(Strict):
 def part_names(study, parts):
     """The names of a study's stage-2 studies: <study>_stage2 alone, else _stage2_a, _stage2_b, ..."""
     if parts == 1:
-        return [f"{study}{SUFFIX}"]
-    return [f"{study}{SUFFIX}_{chr(ord('a') + i)}" for i in range(parts)]
+        return [f"{study}{STAGE_TWO_SUFFIX}"]
+    return [f"{study}{STAGE_TWO_SUFFIX}_{chr(ord('a') + i)}" for i in range(parts)]
 
-
-def is_stage_two(study):
-    """Whether a study (a record folder) is a stage-2 study: <study>_stage2[_a, _b, ...]."""
-    return re.search(rf"{SUFFIX}(_[a-z])?$", study) is not None
 
 
 def read_selection(path=SELECTION):
