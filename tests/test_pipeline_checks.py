@@ -66,9 +66,11 @@ def test_failed_runs_are_shown_as_failed_never_averaged(smoke, tmp_path):
     claims = {c["id"]: c for c in judged_claims(copy)}
     touched = [c for c in claims.values() if any(a.get("failed") for a in c["arms"].values())]
     assert touched, "no claim reports the failed run"
+    before = {c["id"]: c for c in judged_claims(smoke)}
     for claim in touched:
-        arm = next(a for a in claim["arms"].values() if a.get("failed"))
-        assert arm["failed"][0]["status"] == "diverged" and arm["n"] == len(arm["values"]) == 1
+        name, arm = next((n, a) for n, a in claim["arms"].items() if a.get("failed"))
+        assert arm["failed"][0]["status"] == "diverged"
+        assert arm["n"] == len(arm["values"]) == before[claim["id"]]["arms"][name]["n"] - 1
         assert "failed" in claim["note"]
     html = (copy / "reports/report.html").read_text()
     assert "diverged" in html and "loss nan at step 4" in html

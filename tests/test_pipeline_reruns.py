@@ -93,7 +93,9 @@ def test_edits_rerun_exactly_what_they_change(smoke, tmp_path):
     # every evaluation record against resolved/evaluate.json) and the report (it prints the resolved
     # configuration's hash); never training
     studies = yaml.safe_load((copy / "params.yaml").read_text())["pretrain"]["studies"]
-    expected = [f"evaluate@{s}" for s in studies] + ["determinism", "analyze", "report"]
+    stage_two = yaml.safe_load((copy / "analysis" / "stage_two.yaml").read_text())["stage_two"]["studies"]
+    expected = ([f"evaluate@{s}" for s in studies] + [f"evaluate_stage2@{s}" for s in stage_two]
+                + ["determinism", "analyze", "report"])
     assert stale == sorted(expected), stale
 
 
