@@ -51,12 +51,16 @@ def panel(claim, verdict, found, q_bh, rules):
     reversing = verdicts.reversals(verdict, found)
     deciding = verdicts.decided_elsewhere(verdict, found, reversing)
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
-    named = lambda alternatives: [(probes.NAMES[a["choice"]], a) for a in alternatives]
-    reversals = [verdicts.reverses_label(named(reversing), scale, unit)] if reversing else []
+    reversals = [verdicts.reverses_label(_named(reversing), scale, unit)] if reversing else []
     # probes deciding both ways are reversals, so those left all decide one way
-    decided = [verdicts.decided_on_label(deciding[0]["verdict"], named(deciding), scale, unit)] if deciding else []
+    decided = [verdicts.decided_on_label(deciding[0]["verdict"], _named(deciding), scale, unit)] if deciding else []
     return {"label": label(verdict, found, reversing + deciding), **({"reversals": reversals} if reversals else {}),
             **({"decided_on": decided} if decided else {}), "alternatives": found}
+
+
+def _named(probe_alternatives):
+    """(the probe's words, the alternative) of each."""
+    return [(probes.NAMES[a["choice"]], a) for a in probe_alternatives]
 
 
 def label(primary_verdict, alternatives, reversing=()):
