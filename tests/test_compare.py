@@ -91,6 +91,12 @@ def test_another_probe_a_new_gate_and_a_changed_rule_are_told_apart_and_wording_
     assert [why for why, _ in causes(claim("simclr"), both, OLD, NEW, DEFAULTS)] == ["probe", "gate", "rule"]
 
 
+def test_a_condition_trained_in_several_studies_is_named_once():
+    twice = {"simclr": NEW["simclr"], "other": {"simclr_b32": NEW["simclr"]["simclr_b32"]}}
+    assert causes(claim("simclr_b32", "*"), claim("simclr_b32", "*"), OLD, twice, DEFAULTS) == [
+        ("tuning", "tuning: simclr_b32 (lr)")]
+
+
 def test_the_dataset_and_knobs_at_their_defaults_are_no_cause():
     assert causes(claim("simclr"), claim("simclr"), OLD, NEW, DEFAULTS) == []
     every_arm = claim("*")

@@ -232,6 +232,8 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
         shutil.copy(ROOT / name, tree / name)
     shutil.copytree(ROOT / ".dvc" / "plots", tree / ".dvc" / "plots")
     shutil.copytree(ROOT / "results" / "pretrain", tree / "results" / "pretrain")
+    (tree / "reports").mkdir()
+    shutil.copy(ROOT / "reports" / "levels.csv", tree / "reports" / "levels.csv")     # the report stage's
     write_dvc_files(committed_claims, root=tree)
     result = run(["dvc", "plots", "show", "-o", "shown"], tree)
     assert result.returncode == 0, result.stderr
@@ -245,6 +247,7 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     for name in ["forest.csv", "published_vs_ours.csv", "ladder.csv"] + [f"loss_{s}.csv" for s in studies]:
         plot_id = "reports_plots_" + name.replace(".", "_")
         assert f'<div id = "{plot_id}">' in page, name
+    assert '<div id = "reports_levels_csv">' in page and "untrained encoder" in page
     ladder = [c["id"] for c in committed_claims if c.get("ladder")]
     assert ladder and all(f'"series": "{claim}"' in page for claim in ladder)
     # a title per study, axis units, each loss plot's chance line
@@ -259,7 +262,8 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
                  "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=15000"]
         dom = subprocess.run([browser, *flags, "--dump-dom", (tree / "shown" / "index.html").as_uri()],
                              capture_output=True, text=True, timeout=120).stdout
-        assert dom.count('class="vega-embed') == page.count('<div id = "reports_plots_') >= 3 + len(studies), dom[-2000:]
+        drawn = page.count('<div id = "reports_plots_') + page.count('<div id = "reports_levels_csv">')
+        assert dom.count('class="vega-embed') == drawn >= 4 + len(studies), dom[-2000:]
 
 
 def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, tmp_path):

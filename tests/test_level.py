@@ -35,11 +35,12 @@ def test_every_rendered_level_follows_alpha(results, tmp_path):  # noqa: F811
     single = judging.judge(registry_claim(kind="single_run", published=0.93, realisations={
         "file": "r/ex.json", "select": "runs", "where": {"tau": 0.1}, "key": "acc"}), results, NINETY)
     literature = claim("one", "inconclusive", 0.06)
+    literature["contrast"]["level"] = paired["contrast"]["level"]          # as the judging writes it at this alpha
     documents = {**claim("doc", "exact match", 0.0, section="toy2d"), "contrast": None}
     shown = {
         "rule table": " ".join(rule for _, rule in verdicts.verdict_rules(NINETY)),
         "paired note": paired["note"], "interval note": interval["note"], "single-run note": single["note"],
-        "reason": rc.reason(literature, NINETY),
+        "reason": rc.reason(paired),
         "legend": page.legend(NINETY),
         "first screen": page.first_screen([literature, documents], "title", "summary", NINETY),
         "index": page.folded_index("Literature claims", [literature], NINETY),

@@ -17,7 +17,7 @@ from replication.report import claims_view as rc  # noqa: E402
 from replication.report import figures as figures  # noqa: E402
 from replication.report import page as page  # noqa: E402
 from replication.report import markdown
-from replication.judge import stats  # noqa: E402
+from replication.judge import sequential, stats, verdicts  # noqa: E402
 
 from test_claims import RULES  # noqa: E402
 
@@ -33,7 +33,7 @@ def claim(cid, verdict, diff, margin=0.02, published=None, section="moco", **ext
     return {"id": cid, "kind": "paired", "statement": "s", "published": "p", "verdict": verdict, "section": section,
             "published_effect_value": published, "arms": {}, "effect_scale": 100, "effect_unit": " points",
             "contrast": {"a": "x", "b": "y", "diff_mean": diff, "diff_ci95": [diff - 0.01, diff + 0.01],
-                         "margin": margin, "verdict": verdict, "seeds": [0, 1, 2]}, **extra}
+                         "margin": margin, "verdict": verdict, "seeds": [0, 1, 2], "level": 0.95}, **extra}
 
 
 def test_the_seed_plot_draws_the_tables_t_interval():
@@ -366,23 +366,15 @@ def test_the_first_screen_counts_the_verdicts_changed_since_the_first_rules():
     assert page.changed_since_first([moved, kept, untouched]).startswith("1 of 3 judged verdicts differ")
 
 
-def test_probes_deciding_a_claim_the_same_way_are_named_in_one_label():
-    judged = claim("a", "inconclusive", 0.0)
-    judged["labels"] = ["contradicted on kNN: -15 [-18, -13] points", "contradicted on centred kNN: -14 [-17, -12] points",
-                        "reproduced on weighted kNN: +3 [+2, +4] points", "published size ruled out"]
-    assert rc.tags(judged)[-3:] == [
-        "contradicted on kNN: -15 [-18, -13] points; centred kNN: -14 [-17, -12] points",
-        "reproduced on weighted kNN: +3 [+2, +4] points", "published size ruled out"]
-
-
 def test_a_reason_names_the_level_of_the_look_that_decided_its_interval():
-    """Under a sequential design a stage-1 contrast (5 seeds) was decided by its 97.7% interval, and says so;
-    the column heading names each look's level; without a design both say 95%."""
+    """A contrast decided at a look records its interval's level (a stage-1 contrast under the sequential
+    design: 97.7%), and its reason says so; the column heading names each look's level; without a design
+    both say 95%."""
     design = {"stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock",
               "conditions_at_most": 12, "first": []}
     decided = claim("a", "reproduced", 0.05)
-    decided["contrast"]["seeds"] = [0, 1, 2, 3, 4]
-    assert "97.7% interval +4 to +6 points" in rc.reason(decided, {**RULES, "sequential": design})
-    assert "95% interval +4 to +6 points" in rc.reason(decided, RULES)
+    assert "95% interval +4 to +6 points" in rc.reason(decided)
+    decided["contrast"]["level"] = verdicts.level(sequential.look({**RULES, "sequential": design}, 5))
+    assert "97.7% interval +4 to +6 points" in rc.reason(decided)
     assert rc.ours_heading({**RULES, "sequential": design}) == "ours [interval: 97.7% at 5 seeds, 96.9% at 15]"
     assert rc.ours_heading(RULES) == "ours [95% interval]"

@@ -230,6 +230,29 @@ def test_the_levels_table_holds_the_untrained_encoder_then_each_method_with_its_
     assert table.iloc[0].iloc[4] == "–" and table.iloc[0].iloc[5] == "10.0 [10.0, 10.0]"
 
 
+def test_the_levels_plot_data_holds_the_tables_figures_as_numbers(tmp_path):
+    """The same constructed records as above: reports/levels.csv (`dvc plots show`) gives each
+    method's and the untrained encoder's mean and interval per probe, the figures the table prints."""
+    from replication.judge.stats import t_interval
+    from replication.report import levels
+    protocol = {"labels_per_class": 20, "knn_k": 5}
+    for seed, full in ((0, 0.4), (1, 0.6)):
+        write_json(tmp_path / f"results/evaluate/s/a/seed_{seed}.json",
+                   {"control": {"h": {"linear": 0.1, "knn": 0.05}},
+                    "eval": {"h": {"linear_full": full, "linear": full / 2, "knn": full / 4}, "protocol": protocol}})
+        write_json(tmp_path / f"results/pretrain/s/a/seed_{seed}.json",
+                   {"config": {"steps": 1000, "batch": 100}, "n_data": 10000, "wall_s": 120.0, "threads": 1})
+    methods = [levels.Method(method="A", arm="s/a"), levels.Method(method="B", arm="s/b")]
+    points = levels.level_points(methods, 0.95, root=tmp_path)
+    table = levels.method_levels(methods, 0.95, root=tmp_path)
+    assert list(points.method) == [levels.CONTROL] * 2 + ["A"] * 3       # the control has no all-label probe
+    low, high = t_interval([0.4, 0.6], 0.95)
+    full = points[(points.method == "A") & (points.probe == table.columns[4])].iloc[0]
+    assert (full.accuracy, full.ci_low, full.ci_high) == pytest.approx((50.0, 100 * low, 100 * high))
+    for (_, row), (_, shown) in zip(points.iterrows(), table.set_index("method").loc[list(points.method)].iterrows()):
+        assert shown[row.probe] == f"{row.accuracy:.1f} [{row.ci_low:.1f}, {row.ci_high:.1f}]"
+
+
 def test_a_conditions_stage_two_seeds_count_under_its_study_in_every_levels_table(tmp_path):
     """Seeds 0-1 in the study's folder and 2 in a stage-2 folder: one row of three seeds, under the
     study resolved/conditions.json names, in the benchmark table, the rung table and the headroom arms."""

@@ -152,3 +152,24 @@ def test_an_unreadable_record_stops_the_report_stage_with_one_line(tmp_path):
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("error: analysis/registration.json: unreadable")
     assert not (tmp_path / "reports" / "report.html").exists()
+
+
+def test_readme_gives_times_measured_on_two_cpus_cpu_by_cpu_never_pooled(tmp_path, monkeypatch):
+    from tools import readme
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(readme, "_stage_names", lambda: ["pretrain@a", "pretrain@b", "evaluate@a"])
+    stage = {"seconds_in_dvc": 6.0, "precision": "fp32", "run": 3}
+    write_json(tmp_path / "reports" / "stage_times.json",
+               {"pretrain@a": {**stage, "seconds": 600.0, "cpu": "AMD EPYC"},
+                "pretrain@b": {**stage, "seconds": 1200.0, "cpu": "Intel Xeon"},
+                "evaluate@a": {**stage, "seconds": 300.0, "cpu": "AMD EPYC"}})
+    config = {"dataset": "glyphs100", "tau": 0.2, "head": "mlp", "steps": 2400, "batch": 128, "ladder": [1200, 2400]}
+    for seed, (cpu, wall) in enumerate([("AMD EPYC", 400.0), ("AMD EPYC", 500.0), ("Intel Xeon", 300.0)]):
+        write_json(tmp_path / "results" / "pretrain" / "s" / "simclr" / f"seed_{seed}.json",
+                   {"config": config, "cpu": cpu, "wall_s": wall})
+    monkeypatch.setattr(readme, "headroom", lambda *args: [])
+    lines = readme.figures_block().splitlines()
+    assert ("35.0 minutes summed over 3 of 3 stages (15.0 minutes (n = 2) on AMD EPYC; 20.0 minutes (n = 1) on "
+            "Intel Xeon; training in fp32") in lines[0], lines[0]
+    assert lines[1] == ("- One such run (pretraining on to its last rung, 2400 steps, one torch thread): 450 s "
+                        "(mean, n = 2) on AMD EPYC; 300 s (mean, n = 1) on Intel Xeon."), lines[1]

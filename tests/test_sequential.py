@@ -119,6 +119,9 @@ def test_stage_one_decides_at_c1_under_a_registered_design_and_at_t_without_one(
     assert plain["verdict"] == verdicts.REPRODUCED and designed["verdict"] == verdicts.INCONCLUSIVE
     # the interval shown is the one that decided: wider under the design, its lower bound at or below the margin
     assert designed["diff_ci95"][0] <= 0.02 < plain["diff_ci95"][0]
+    # and each records the level it was decided at, for every page that shows it
+    assert plain["level"] == pytest.approx(0.95)
+    assert designed["level"] == pytest.approx(1 - 2 * 0.025 * math.log(1 + (math.e - 1) * 5 / 15))
 
 
 def test_stage_two_decides_at_c2_and_never_revisits_a_stage_one_decision():
@@ -133,6 +136,7 @@ def test_stage_two_decides_at_c2_and_never_revisits_a_stage_one_decision():
     assert judged_contrast(decided, rules)["verdict"] == verdicts.REPRODUCED
     kept = judged_contrast(against, rules)
     assert kept["verdict"] == verdicts.REPRODUCED and len(kept["seeds"]) == 5
+    assert judged_contrast(more, rules)["level"] == pytest.approx(1 - 2 * stats.t.sf(c2, 14))
     assert sequential.look({"alpha": ALPHA}, 5) == {"alpha": ALPHA}
     assert sequential.look(rules, 15)["alpha"] == pytest.approx(stats.t.sf(c2, 14))
 

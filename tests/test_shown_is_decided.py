@@ -7,22 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from replication.judge.registry import load_registry
 from replication.judge.verdicts import NO_POSITIVE_CONTROL
 from replication.report import claims_view as rc, markdown
 
-from test_claims import REGISTRY, RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "reports" / "claims.json"
-REGISTERED_RULES = load_registry(REGISTRY).rules        # with its sequential design: the levels the committed looks decided at
 
 
 def inconsistencies(claim):
     """Every disagreement between what the report shows of a claim and its verdict."""
     found = []
     v, c, effect = claim["verdict"], claim.get("contrast") or {}, rc.our_effect(claim)
-    reason = rc.reason(claim, RULES)
+    reason = rc.reason(claim)
     if effect and effect["lo"] is not None and effect["margin"] is not None and v in rc.JUDGED:
         lo, hi, m = effect["lo"], effect["hi"], effect["margin"]
         equal = c.get("direction") == "equal"
@@ -71,12 +68,12 @@ def test_claims_md_shows_each_claims_verdict_effect_and_reason_as_claims_json_ha
             row = rows[c["id"]]
             assert f"**{markdown.cell(rc.verdict_words(c))}**" in row, c["id"]
             assert markdown.cell(rc.ours(c)) in row, c["id"]
-            assert markdown.cell(rc.reason(c, REGISTERED_RULES)) in row, c["id"]
+            assert markdown.cell(rc.reason(c)) in row, c["id"]
 
 
 def paired(verdict, lo, hi, margin=0.02, direction="greater", **extra):
     contrast = {"a": "x", "b": "y", "diff_mean": (lo + hi) / 2, "diff_ci95": [lo, hi], "margin": margin,
-                "verdict": verdict, "direction": direction, "seeds": [0, 1, 2, 3, 4]}
+                "verdict": verdict, "direction": direction, "seeds": [0, 1, 2, 3, 4], "level": 0.95}
     return {"id": "c", "kind": "paired", "origin": "literature", "section": "s", "verdict": verdict,
             "effect_scale": 100, "effect_unit": " points", "contrast": contrast, "arms": {}, **extra}
 

@@ -227,8 +227,10 @@ def causes(old_claim, new_claim, old_studies, new_studies, defaults):
             continue
         diff = setting_changes(before, new_studies[study][cond], defaults)
         for why, arms in retrained.items():
-            if keys := [k for k in diff if retraining_cause(k) == why]:
-                arms.append(f"{cond} ({', '.join(keys)})")
+            keys = [k for k in diff if retraining_cause(k) == why]
+            # a condition that several studies train is one arm of the claim
+            if keys and (named := f"{cond} ({', '.join(keys)})") not in arms:
+                arms.append(named)
     if new_arms and not any(why == "arm changed" for why, _ in found):
         found.insert(0, ("arm changed", "arms " + listed(new_arms)))
     found += [(why, f"{why}: " + listed(arms)) for why, arms in retrained.items() if arms]

@@ -44,6 +44,15 @@ def measured(record, path):
     return True
 
 
+def _per_cpu(measured_on, figure):
+    """`figure` of the values measured on each CPU, CPU by CPU ("461 s on AMD EPYC; ..."): times taken
+    on two machines are never pooled."""
+    by_cpu = {}
+    for cpu, value in measured_on:
+        by_cpu.setdefault(cpu, []).append(value)
+    return "; ".join(f"{figure(values)} on {cpu}" for cpu, values in sorted(by_cpu.items()))
+
+
 def _probe_line(evaluated, probe):
     """One probe on h over the runs' seeds at their budget, with the same encoders untrained, titled in
     the words of the records' own protocol (probes.probe_title)."""
@@ -71,7 +80,8 @@ def figures_block():
     if by_stage:
         run = max((r.get("run") or 0 for r in by_stage.values()), default=0)
         done = [name for name in every if name in by_stage and (by_stage[name].get("run") or 0) == run]
-        cpus = ", ".join(sorted({by_stage[n]["cpu"] for n in done}))
+        cpus = _per_cpu([(by_stage[n]["cpu"], by_stage[n]["seconds"] / 60) for n in done],
+                        lambda m: f"{sum(m):.1f} minutes (n = {len(m)})")
         precisions = ", ".join(sorted({by_stage[n]["precision"] for n in done if n.partition("@")[0] in TRAINING}))
         minutes = sum(by_stage[n]["seconds"] for n in done) / 60
         longest = max(done, key=lambda n: by_stage[n]["seconds"])
@@ -89,12 +99,13 @@ def figures_block():
         lines.append(f"- Plain SimCLR on `{config['dataset']}` at the default budget (tau {config['tau']}, "
                      f"{config['head']} head, {config['steps']} steps of {config['batch']} images): "
                      + "; ".join(_probe_line(ok, probe) for probe in probes) + ".")
-        wall = [r["wall_s"] for r in runs]
-        cpu = ", ".join(sorted({r.get("cpu", "CPU not recorded") for r in runs}))
-        lines.append(f"- One such run (pretraining on to its last rung, {runs[0]['config']['ladder'][-1] if runs[0]['config'].get('ladder') else runs[0]['config']['steps']} "
-                     f"steps, one torch thread): {np.mean(wall):.0f} s on {cpu}.")
     if runs:
-        dataset = runs[0]["config"]["dataset"]
+        config = runs[0]["config"]
+        walls = _per_cpu([(r.get("cpu", "CPU not recorded"), r["wall_s"]) for r in runs],
+                         lambda w: f"{np.mean(w):.0f} s (mean, n = {len(w)})")
+        last_rung = (config.get("ladder") or [config["steps"]])[-1]
+        lines.append(f"- One such run (pretraining on to its last rung, {last_rung} steps, one torch thread): {walls}.")
+        dataset = config["dataset"]
         verdict = {True: "holds", False: "fails", None: "not measured"}
         lines.append(f"- Headroom of `{dataset}` (the design targets of replication.report.headroom, read from the run's "
                      "records): " + "; ".join(f"{target}: {measured} ({verdict[ok]})" for target, measured, ok

@@ -5,7 +5,7 @@ rules of the registration, and the headline counts. No claim's verdict depends o
 """
 from collections import Counter
 
-from . import ladder, probes, registration, robustness, sequential, verdicts
+from . import ladder, probes, registration, robustness, verdicts
 from .kinds import judge_one
 from .measure import at_sweep_value, check_inputs, sweep_values
 from .registry import load_registry, validate_claim
@@ -86,13 +86,12 @@ def _contradiction_needs_converged_arms(claim, out, root, rules, at=None):
 
 # ---------------------------------------------------------------- notes and labels
 
-def _effect_note(claim, c, rules):
+def _effect_note(claim, c):
     if c.get("diff_mean") is None or c.get("rho") is not None:
         return ""
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
     lo, hi = (v * scale for v in c["diff_ci95"])
-    level = verdicts.level_label(sequential.look(rules, len(c.get("seeds") or [])))     # the level that decided
-    ours = f"here {c['diff_mean'] * scale:+.3g}{unit}, {level} CI {lo:+.3g} to {hi:+.3g}{unit}"
+    ours = f"here {c['diff_mean'] * scale:+.3g}{unit}, {verdicts.percent(c['level'])} CI {lo:+.3g} to {hi:+.3g}{unit}"
     if claim.get("published_effect") is not None:
         return f"Effect in the claimed direction: published {claim['published_effect']}; {ours}."
     return f"Effect in the claimed direction: {ours}."
@@ -141,7 +140,7 @@ def _finish(claim, out, rules, run):
         out["unstable"] = any(c["unstable"] for c in contrasts)
         if len(contrasts) == 1:
             del out["contrasts"]
-        out["_notes"].append(_effect_note(claim, out["contrast"], rules))
+        out["_notes"].append(_effect_note(claim, out["contrast"]))
     if claim.get("not_testable"):
         out["verdict"] = verdicts.NOT_TESTABLE
         out["_notes"].insert(0, f"Not testable here as designed: {claim['not_testable']}")

@@ -343,7 +343,7 @@ def _contrast(claim, a, b, by_seed, untrained, rules):
             return at_first
     rules = sequential.look(rules, len(seeds))
     c = {"a": a, "b": b, "direction": direction, "margin": margin, "basis": claim.get("basis", "equal steps"),
-         "seeds": seeds, "metric_key": key_of(claim["arms"][a])}
+         "seeds": seeds, "level": verdicts.level(rules), "metric_key": key_of(claim["arms"][a])}
     if len(seeds) < 2:
         return {**c, "diff_mean": None, "diff_ci95": None, "verdict": INCONCLUSIVE,
                 "reason": "fewer than two seeds with both runs finished"}

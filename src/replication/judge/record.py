@@ -140,6 +140,7 @@ class Contrast(Record):
     margin: Number
     basis: str | None = None
     seeds: list[int]
+    level: Number | None = None              # of its interval, at the look its seeds make (sequential.look)
     metric_key: str | None = None
     rho: Number | None = None
     n_runs: int | None = None

@@ -44,16 +44,23 @@ def alternatives(claim, out, pairs, judged, root, rules):
 
 def panel(claim, verdict, found, q_bh, rules):
     """The robustness entry of a judged claim: `found` with the Benjamini-Hochberg alternative
-    added, its label, and the label of each probe that reverses it (in the claim's unit)."""
+    added, its label, one label naming the probes that reverse it and one naming the probes that
+    decide an undecided primary, each probe with its figure (in the claim's unit)."""
     found = [*found, {"dimension": "multiplicity", "choice": "Benjamini-Hochberg",
                       "verdict": verdicts.multiplicity_verdict(verdict, q_bh, rules["alpha"])}]
     reversing = verdicts.reversals(verdict, found)
     deciding = verdicts.decided_elsewhere(verdict, found, reversing)
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
-    named = [verdicts.reverses_label(probes.NAMES[a["choice"]], a, scale, unit) for a in reversing]
-    decided = [verdicts.decided_on_label(probes.NAMES[a["choice"]], a, scale, unit) for a in deciding]
-    return {"label": label(verdict, found, reversing + deciding), **({"reversals": named} if named else {}),
+    reversals = [verdicts.reverses_label(_named(reversing), scale, unit)] if reversing else []
+    # probes deciding both ways are reversals, so those left all decide one way
+    decided = [verdicts.decided_on_label(deciding[0]["verdict"], _named(deciding), scale, unit)] if deciding else []
+    return {"label": label(verdict, found, reversing + deciding), **({"reversals": reversals} if reversals else {}),
             **({"decided_on": decided} if decided else {}), "alternatives": found}
+
+
+def _named(probe_alternatives):
+    """(the probe's words, the alternative) of each."""
+    return [(probes.NAMES[a["choice"]], a) for a in probe_alternatives]
 
 
 def label(primary_verdict, alternatives, reversing=()):
@@ -66,7 +73,7 @@ def label(primary_verdict, alternatives, reversing=()):
     return None if reversing else "robust"
 
 
-def _alternative(dimension, choice, out):
+def as_alternative(dimension, choice, out):
     """The claim judged another way: its verdict with the figure of the contrast that gave it (the
     first contrast with the claim's verdict, else the first), so a label shows what decided."""
     contrasts = out.get("contrasts") or [{}]
@@ -87,7 +94,7 @@ def _probe_alternatives(claim, pair, root, rules):
         other = {**claim, "arms": arms}
         other = at_pair(other, pair) if pair else other
         if all(holds(spec, root) for spec in other["arms"].values()):
-            found.append(_alternative("probe", probe, judge_one(other, root, rules)))
+            found.append(as_alternative("probe", probe, judge_one(other, root, rules)))
     return found
 
 
@@ -107,7 +114,7 @@ def _rung_alternative(pairs, judged):
     if start is None:
         return []
     i = a_steps.index(start)
-    return [_alternative("rung", pair_label(pairs[i]), judged[i])]
+    return [as_alternative("rung", pair_label(pairs[i]), judged[i])]
 
 
 def _basis_alternatives(claim, root, rules):
@@ -125,7 +132,7 @@ def _basis_alternatives(claim, root, rules):
             seen.add(_pair_key(pairs[-1]))
             steps = ", ".join(f"{arm} at {step:,}" for arm, step in pairs[-1].items())
             judged = judge_one(at_pair(claim, pairs[-1]), root, rules)
-            found.append(_alternative("basis", f"{basis}: {steps} steps", judged))
+            found.append(as_alternative("basis", f"{basis}: {steps} steps", judged))
     return found
 
 

@@ -185,4 +185,3 @@ def _at_each_look(rules, label):
         return label(rules)
     n1, n2 = seeds(design)
     return f"{label(look(rules, n1))} at {n1} seeds, {label(look(rules, n2))} at {n2}"
-

@@ -82,23 +82,26 @@ ORIGINS = {   # who makes a claim (a claim's `origin`, else its section's), in t
 }
 
 
-def verdict_rules(rules):
-    """(verdict, rule) at the registered level: one source for README and the report."""
+def verdict_rules(rules, brief=False):
+    """(verdict, rule) at the registered level: one source for README and the report; `brief`: each
+    rule without its qualification (the report's key, beside which the Legend holds the rest)."""
     from .sequential import level_text, one_sided_text       # sequential.py reads this module's words
     interval, each = level_text(rules), one_sided_text(rules)
-    return [
+    rules_and_qualifications = [
         (REPRODUCED, f"the lower bound of the paired effect's interval ({interval}) lies above +m "
-                     f"(one-sided test of delta <= m at {each}), for every contrast of the claim"),
-        (CONTRADICTED, f"the upper bound lies below -m (one-sided test of delta >= -m at {each}), for any contrast"),
+                     f"(one-sided test of delta <= m at {each}), for every contrast of the claim", None),
+        (CONTRADICTED, f"the upper bound lies below -m (one-sided test of delta >= -m at {each}), for any contrast",
+         None),
         (NO_EFFECT, "the whole interval lies inside (-m, +m) (two one-sided tests, TOST), for any contrast that "
-                    "no other contradicts: a decided leg is never hidden behind an undecided one"),
-        (INCONCLUSIVE, f"otherwise: the interval reaches across a margin; with the published size outside it, "
-                       f"labelled '{RULED_OUT}'"),
+                    "no other contradicts: a decided leg is never hidden behind an undecided one", None),
+        (INCONCLUSIVE, "otherwise: the interval reaches across a margin",
+         f"with the published size outside it, labelled '{RULED_OUT}'"),
         (NOT_TESTABLE, "a declared reference arm did not train on the quantity the claim reads, or the registry "
-                       "states why the design cannot test it; an underpowered interval is inconclusive, with the "
-                       "effects it rules out, and a published effect no larger than the margin forbids reproduced "
-                       "only"),
+                       "states why the design cannot test it",
+         "an underpowered interval is inconclusive, with the effects it rules out, and a published effect no larger "
+         "than the margin forbids reproduced only"),
     ]
+    return [(v, rule if brief or not more else f"{rule}; {more}") for v, rule, more in rules_and_qualifications]
 
 
 MAGNITUDES = {   # where the published effect lies against our interval: the replication's second criterion
@@ -179,15 +182,15 @@ def level(rules):
 
 def level_label(rules):
     """The level of every interval, as printed: '95%' at alpha = 0.025."""
-    return _percent(level(rules))
+    return percent(level(rules))
 
 
 def one_sided_label(rules):
     """The level of each one-sided test (alpha), as printed."""
-    return _percent(rules["alpha"])
+    return percent(rules["alpha"])
 
 
-def _percent(fraction):
+def percent(fraction):
     return f"{100 * fraction:.3g}%"
 
 
@@ -344,19 +347,22 @@ def decided_elsewhere(primary_verdict, alternatives, reversing=()):
     return [a for a in alternatives if a["dimension"] == "probe" and a["verdict"] in OPPOSITE and a not in reversing]
 
 
-def decided_on_label(probe_words, alternative, scale=1.0, unit=""):
-    """The label of a probe that decides an undecided claim: 'contradicted on kNN: -9.7 [-12, -7.4] points'."""
-    lo, hi = alternative["diff_ci95"]
-    return (f"{alternative['verdict']} on {probe_words}: {alternative['diff_mean'] * scale:+.3g} "
-            f"[{lo * scale:+.3g}, {hi * scale:+.3g}]{unit}")
+def decided_on_label(verdict, probes_deciding, scale=1.0, unit=""):
+    """One label for the probes that decide an undecided claim the same way, each with its figure
+    (`probes_deciding`: (probe's words, alternative) pairs): 'contradicted on kNN: -9.7 [-12, -7.4]
+    points; centred kNN: -9.1 [-11.5, -6.7] points'."""
+    return f"{verdict} on {_probe_figures(probes_deciding, scale, unit)}"
 
 
-def reverses_label(probe_words, alternative, scale=1.0, unit=""):
-    """The label naming a reversal with the alternative's figure: 'reverses on weighted kNN: -10.1
-    [-11, -9.2] points'."""
-    lo, hi = alternative["diff_ci95"]
-    return (f"reverses on {probe_words}: {alternative['diff_mean'] * scale:+.3g} "
-            f"[{lo * scale:+.3g}, {hi * scale:+.3g}]{unit}")
+def reverses_label(probes_reversing, scale=1.0, unit=""):
+    """One label naming the probes that reverse a claim, each with its figure: 'reverses on weighted
+    kNN: -10.1 [-11, -9.2] points'."""
+    return f"reverses on {_probe_figures(probes_reversing, scale, unit)}"
+
+
+def _probe_figures(named, scale, unit):
+    return "; ".join(f"{words}: {a['diff_mean'] * scale:+.3g} [{a['diff_ci95'][0] * scale:+.3g}, "
+                     f"{a['diff_ci95'][1] * scale:+.3g}]{unit}" for words, a in named)
 
 
 def stand_in_label(probe_words):
@@ -432,15 +438,15 @@ def reason(c, scale=1.0, unit=""):
     return f"the interval [{lo}, {hi}] reaches across the margin ±{m}"
 
 
-def interval_reason(verdict, lo, hi, margin, rules, unit="", direction="greater"):
-    """The report's one-line reason for a judged verdict, read off its interval in the claim's unit
-    (a claim of no effect, direction 'equal', is reproduced inside the margin)."""
+def interval_reason(verdict, lo, hi, margin, level, unit="", direction="greater"):
+    """The report's one-line reason for a judged verdict, read off its interval (at `level`) in the
+    claim's unit (a claim of no effect, direction 'equal', is reproduced inside the margin)."""
     where = {REPRODUCED: f"lies above +{margin:.3g}{unit}", CONTRADICTED: f"lies below −{margin:.3g}{unit}",
              NO_EFFECT: f"lies inside ±{margin:.3g}{unit}", INCONCLUSIVE: f"reaches across ±{margin:.3g}{unit}"}
     if direction == "equal":
         where.update({REPRODUCED: f"lies inside ±{margin:.3g}{unit}",
                       CONTRADICTED: f"lies beyond ±{margin:.3g}{unit}"})
-    return f"{level_label(rules)} interval {lo:+.3g} to {hi:+.3g}{unit} {where[verdict]}"
+    return f"{percent(level)} interval {lo:+.3g} to {hi:+.3g}{unit} {where[verdict]}"
 
 
 def convergence(before, after, threshold, rules, from_step, to_step):

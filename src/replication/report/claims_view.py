@@ -15,7 +15,7 @@ from pathlib import Path
 from ..judge.judge import summary
 from ..judge.measure import in_path_form
 from ..judge.record import as_dicts, read_claims
-from ..judge.sequential import level_text, look
+from ..judge.sequential import level_text
 from ..judge.verdicts import (CONTRADICTED, DECIDED, INCONCLUSIVE, JUDGED, MAGNITUDES, NO_EFFECT, NOT_TESTABLE,
                               NOT_TESTED, ORIGINS, REPRODUCED, VERDICTS, interval_reason, level_label, rank)
 
@@ -205,25 +205,24 @@ def magnitude_text(claim):
     return MAGNITUDES.get(claim.get("magnitude"))
 
 
-def reason(claim, rules):
-    """One line on why the verdict is what it is (an interval at the level of the registry's `rules`),
+def reason(claim):
+    """One line on why the verdict is what it is (an interval at the level its look decided at),
     with what the interval says of the published effect; a claim with several legs (contrasts) gives
     each leg's verdict and reason."""
     legs = contrasts(claim)
     before = (claim.get("convergence") or {}).get("reason") if (claim.get("convergence") or {}).get("arms_moving") \
         else None          # a contradiction read before its arms settled: why it is not one
     if len(legs) > 1 and claim["verdict"] in JUDGED:
-        return "; ".join(filter(None, [before, *(f"against {c['b']}: {c['verdict']}, {_why(claim, c, c['verdict'], rules)}"
+        return "; ".join(filter(None, [before, *(f"against {c['b']}: {c['verdict']}, {_why(claim, c, c['verdict'])}"
                                                  for c in legs)]))
-    return "; ".join(filter(None, [before, _why(claim, claim.get("contrast") or {}, claim["verdict"], rules)]))
+    return "; ".join(filter(None, [before, _why(claim, claim.get("contrast") or {}, claim["verdict"])]))
 
 
-def _why(claim, c, v, rules):
+def _why(claim, c, v):
     """The reason of one contrast `c` with verdict `v`, with its published answer (verdicts.py)."""
     effect = effect_of(claim, c)
     if effect and effect["lo"] is not None and effect["margin"] and v in JUDGED:
-        at_look = look(rules, len(c.get("seeds") or []))      # the level the contrast was decided at
-        args = (effect["lo"], effect["hi"], effect["margin"], at_look, effect["unit"], c.get("direction"))
+        args = (effect["lo"], effect["hi"], effect["margin"], c["level"], effect["unit"], c.get("direction"))
         why = interval_reason(v, *args) if v in DECIDED else c.get("reason") or interval_reason(v, *args)
         return "; ".join(filter(None, [why, c.get("published_answer")]))
     if c.get("reason") and c is not claim.get("contrast"):
@@ -237,7 +236,6 @@ def is_calibrated(claim):
     return "calibrated" in labels(claim)
 
 
-PROBE_LABEL_PREFIXES = (f"{CONTRADICTED} on ", f"{REPRODUCED} on ", "reverses on ")   # verdicts.decided_on_label, reverses_label
 VERDICT_OF = {v.replace(" ", "_"): v for v in VERDICTS}    # summary.json's keys back to the verdict words
 
 
@@ -446,24 +444,9 @@ def ours(claim):
 
 
 def tags(claim):
-    """The robustness label first, then the claim's other labels, the probes that decide it one way
-    named in one label."""
+    """The robustness label first, then the claim's other labels."""
     first = [robustness(claim)] if robustness(claim) else []
-    return first + merged_probe_labels(
-        [t for t in labels(claim) if t not in first and t != "robust" and not t.startswith("depends on")])
-
-
-def merged_probe_labels(labels):
-    """Consecutive labels of probes deciding the same way as one: 'contradicted on kNN: -15 [-18, -13]
-    points; centred kNN: -14.9 [-17.5, -12.4] points'."""
-    out = []
-    for label in labels:
-        prefix = next((p for p in PROBE_LABEL_PREFIXES if label.startswith(p)), None)
-        if prefix and out and out[-1].startswith(prefix):
-            out[-1] += "; " + label.removeprefix(prefix)
-        else:
-            out.append(label)
-    return out
+    return first + [t for t in labels(claim) if t not in first and t != "robust" and not t.startswith("depends on")]
 
 
 def arm_conditions(claim):

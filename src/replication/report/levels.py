@@ -98,17 +98,52 @@ def primary_probe(root="."):
     return None
 
 
+def _mean_interval(values, level):
+    """(mean, low, high) in % of per-seed fractions, the t-interval at `level`; None for none."""
+    if not values:
+        return None
+    low, high = t_interval(values, level)
+    return 100 * sum(values) / len(values), 100 * low, 100 * high
+
+
 def _interval(values, level):
     """'51.4 [49.0, 53.8]' in %, for per-seed fractions; '–' for none."""
-    if not values:
-        return "–"
-    low, high = t_interval(values, level)
-    return f"{100 * sum(values) / len(values):.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+    found = _mean_interval(values, level)
+    return "–" if found is None else "{:.1f} [{:.1f}, {:.1f}]".format(*found)
 
 
 def _seeds(root, kind, condition):
     """A condition's records of one kind, every seed in seed order, stage 2's among them."""
     return [json.loads(Path(root, p).read_text()) for p in record_paths(condition, kind, root)]
+
+
+def _probe(evaluated, at, key):
+    """One probe's per-seed figures at `at` (eval: the budget; control: the untrained encoder)."""
+    return [r[at]["h"][key] for r in evaluated if rc.number(r[at]["h"].get(key)) is not None]
+
+
+def _arms(methods, root):
+    """(method, its training records, its evaluation records) for each method whose records exist."""
+    for method in methods:
+        condition = method.arm.split("/")[1]
+        trained, evaluated = _seeds(root, "training", condition), _seeds(root, "evaluation", condition)
+        if trained and evaluated:
+            yield method, trained, evaluated
+
+
+def level_points(methods, level, root="."):
+    """The levels table as plot data (reports/levels.csv, which `dvc plots show` draws): one row per
+    method and probe on h, the untrained encoder first, with the mean accuracy and its t-interval at
+    `level` over the seeds, in %."""
+    rows = []
+    for method, _, evaluated in _arms(methods, root):
+        protocol = evaluated[0]["eval"]["protocol"]
+        for name, at in ([(CONTROL, "control")] if not rows else []) + [(method.method, "eval")]:
+            for key in LEVEL_PROBES:
+                if found := _mean_interval(_probe(evaluated, at, key), level):
+                    rows.append(dict(zip(("method", "probe", "accuracy", "ci_low", "ci_high"),
+                                         (name, probe_title(key, protocol), *found))))
+    return pd.DataFrame(rows, columns=["method", "probe", "accuracy", "ci_low", "ci_high"])
 
 
 def method_levels(methods, level, root="."):
@@ -119,24 +154,19 @@ def method_levels(methods, level, root="."):
     seeds, the seeds, and the CPU-minutes of pretraining and evaluation (wall time x threads, all
     seeds). A method whose records are missing is left out."""
     rows = []
-    for method in methods:
-        condition = method.arm.split("/")[1]
-        trained, evaluated = _seeds(root, "training", condition), _seeds(root, "evaluation", condition)
-        if not trained or not evaluated:
-            continue
+    for method, trained, evaluated in _arms(methods, root):
         config = trained[0]["config"]
-        probe = lambda at, key: [r[at]["h"][key] for r in evaluated if rc.number(r[at]["h"].get(key)) is not None]
         if not rows:
             protocol = evaluated[0]["eval"]["protocol"]
             titles = {key: probe_title(key, protocol) for key in LEVEL_PROBES}
             rows.append({"method": CONTROL, "arm": method.arm, "steps (epochs)": "0", "batch": "–",
-                         **{titles[key]: _interval(probe("control", key), level) for key in LEVEL_PROBES},
+                         **{titles[key]: _interval(_probe(evaluated, "control", key), level) for key in LEVEL_PROBES},
                          "seeds": len(evaluated), "CPU-min": "–", "published": "–"})
         epochs = config["steps"] * config["batch"] / trained[0]["n_data"]
         minutes = rc.cpu_minutes(trained + evaluated)
         rows.append({"method": method.method, "arm": method.arm,
                      "steps (epochs)": f"{config['steps']:,} ({epochs:.2g})", "batch": str(config["batch"]),
-                     **{titles[key]: _interval(probe("eval", key), level) for key in LEVEL_PROBES},
+                     **{titles[key]: _interval(_probe(evaluated, "eval", key), level) for key in LEVEL_PROBES},
                      "seeds": len(evaluated), "CPU-min": f"{minutes:.0f}",
                      "published": f"{method.published} ({method.source})" if method.published else "–"})
     return pd.DataFrame(rows)

@@ -46,9 +46,9 @@ def verdict(claim):
     return "; ".join(parts + [cell(t) for t in (rc.magnitude_text(claim), ", ".join(rc.tags(claim))) if t])
 
 
-def row(claim, rules):
+def row(claim):
     return (f"| {code(claim['id'])} | {verdict(claim)} | {cell(rc.published_text(claim))} | {measured(claim)} | "
-            f"{cell(rc.reason(claim, rules))} |")
+            f"{cell(rc.reason(claim))} |")
 
 
 def lore_row(study, claim):
@@ -61,7 +61,7 @@ def lore_row(study, claim):
 def sections_text(claims, sections, rules, heading="##"):
     """One heading and one table per section, in the registry's order."""
     return "\n\n".join(f"{heading} {cell(section['title'])} ({len(members)})\n\n{columns(rules)}\n"
-                       + "\n".join(row(c, rules) for c in members)
+                       + "\n".join(row(c) for c in members)
                        for section, members in rc.by_section(claims, sections))
 
 

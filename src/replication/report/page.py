@@ -179,8 +179,7 @@ def lore_key(claims, rules):
     level = level_text(rules)                 # the paired contrasts' intervals
     rows = [c for _, c in rc.lore(claims)]
     verdicts = {c["verdict"] for c in rows}
-    # each verdict's rule up to its first qualification; the Legend holds the rest
-    pairs = [(badge(v), esc(rule.split("; ")[0])) for v, rule in verdict_rules(rules) if v in verdicts]
+    pairs = [(badge(v), esc(rule)) for v, rule in verdict_rules(rules, brief=True) if v in verdicts]
     words = [rc.magnitude_text(c) for c in rows if rc.magnitude_text(c)] + [t for c in rows for t in rc.tags(c)]
     defined = dict.fromkeys(filter(None, map(term_of, words)))
     pairs += [(f"<i>{esc(term)}</i>", esc(text.format(level=level))) for term, text in defined]
