@@ -283,6 +283,7 @@ def test_rank_correlation_with_an_interval(tmp_path):
     judged = judge(claim(kind="correlation", direction="greater", margin=0.1, runs={"files": "runs/seed_*.json"},
                          x="eval.u", y="eval.acc"), tmp_path)
     assert judged["contrast"]["rho"] == pytest.approx(-1.0) and judged["verdict"] == "contradicted"
+    assert judged["contrast"]["level"] == verdicts.level(RULES)       # the bootstrap's percentiles, as pages name it
     judged = judge(claim(kind="correlation", direction="less", margin=0.1, runs={"files": "runs/seed_*.json"},
                          x="eval.u", y="eval.acc"), tmp_path)
     assert judged["verdict"] == "reproduced"

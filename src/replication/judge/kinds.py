@@ -551,7 +551,7 @@ def _correlation_contrast(claim, key, rho_of, groups, rules, given=None):
     c = {"a": claim["y"], "b": key, "given": given, "direction": claim["direction"], "margin": m,
          "seeds": [], "rho": float(rho), "n_runs": len(groups), "n_conditions": len(set(groups)),
          "resampling_unit": "condition", "bootstrap_draws": len(draws), "diffs": [], "diff_mean": float(sign * rho),
-         "diff_ci95": [lo, hi], "p_reproduced": float(np.mean(draws <= m)),
+         "diff_ci95": [lo, hi], "level": verdicts.level(rules), "p_reproduced": float(np.mean(draws <= m)),
          "p_contradicted": float(np.mean(draws >= -m)),
          "p_equivalent": float(max(np.mean(draws <= -m), np.mean(draws >= m)))}
     c["verdict"] = verdicts.decide_interval(lo, hi, m)
