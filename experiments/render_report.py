@@ -26,7 +26,8 @@ if __name__ == "__main__":
     except (DeviationError, LevelsError, RecordError, registration.RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    with stage_outputs("reports/report.html", "reports/claims.md", "reports/levels.csv"):
+    # together: a render that fails midway leaves all three as they were, never a new page beside old notes
+    with stage_outputs("reports/report.html", "reports/claims.md", "reports/levels.csv", together=True):
         render_notebook("analysis/report.py", "reports/report.html")
         registry = load_registry("analysis/claims.yaml")
         with atomic_path("reports/claims.md") as tmp:
