@@ -163,11 +163,14 @@ def test_the_lore_rows_are_the_declared_studies_in_their_order():
 
 def test_the_summary_names_the_studies_by_verdict_and_the_compute():
     claims = [claim("simclr-temperature", "inconclusive", 0.0), claim("simclr-h-beats-z", "reproduced", 0.1),
-              claim("mocov2-beats-simclr", "contradicted", -0.1, labels=["robust", "not converged"])]
+              claim("mocov2-beats-simclr", "contradicted", -0.1, labels=["robust", "not converged"]),
+              claim("supcon-out-beats-in", "no meaningful effect", 0.0)]
     cost = {"pretrain": 560.2, "evaluate": 176.1, "runs": 305, "cpus": ["Xeon"], "stages": 46, "stage_minutes": 397.8}
     text = rc.replication_summary(claims, "in miniature", cost)
     study = dict(rc.LORE)
     assert f"Reproduced: {study['simclr-h-beats-z']}." in text and f"contradicted {study['mocov2-beats-simclr']}" in text
+    # a decided null is named under its own verdict, never among the undecided
+    assert f"no meaningful effect {study['supcon-out-beats-in']}; inconclusive {study['simclr-temperature']};" in text
     assert "560 CPU-minutes of pretraining and 176 of evaluation over 305 runs on Xeon" in text
     assert "398 minutes" in text and "1 verdicts rest on arms still moving" in text
 

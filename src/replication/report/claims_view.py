@@ -316,8 +316,8 @@ def replication_summary(claims, scale, cost):
               "time" if cost.get("stage_minutes") is not None else "")
     return (f"Scope: {found['claims']} published claims about contrastive learning, {len(rows)} of them central "
             f"(the table), tested {scale}. Reproduced: {named(REPRODUCED)}. Not reproduced: {CONTRADICTED} "
-            f"{named(CONTRADICTED)}; {INCONCLUSIVE} {named(INCONCLUSIVE, NO_EFFECT)}; {NOT_TESTABLE} "
-            f"{named(NOT_TESTABLE, NOT_TESTED)}. Compute: "
+            f"{named(CONTRADICTED)}; {NO_EFFECT} {named(NO_EFFECT)}; {INCONCLUSIVE} {named(INCONCLUSIVE)}; "
+            f"{NOT_TESTABLE} {named(NOT_TESTABLE, NOT_TESTED)}. Compute: "
             f"{cost['pretrain']:,.0f} CPU-minutes of pretraining and {cost['evaluate']:,.0f} of evaluation over "
             f"{cost['runs']} runs on {', '.join(cost['cpus']) or 'an unrecorded CPU'}{stages}. Hard: {untestable} "
             f"claims could not be tested because an arm they need did not train in miniature, {open_} intervals "

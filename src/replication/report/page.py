@@ -53,7 +53,8 @@ PAPERS = [   # (short name as the registry's sources cite it, reference, link)
 ]
 
 MAGNITUDE_TERM = "published inside ours / ours larger / ours smaller than published"    # verdicts.MAGNITUDES' phrases
-TERMS = [   # terms the page uses besides the verdicts and trends, defined once; {level}: a paired effect's (sequential.level_text)
+TERMS = [   # terms the page uses besides the verdicts and trends, defined once; {level}: a paired effect's (sequential.level_text),
+            # named once at the head of the key and of the legend, not in every term
     ("effect", "the paired per-seed difference between the claim's two arms, signed so that positive supports the "
                "claim, in the claim's unit (points of accuracy, nats, ...), with its t-interval ({level})"),
     ("margin", "the smallest effect the registry counts as meaningful, in the claim's unit, fixed per claim in "
@@ -76,17 +77,17 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
     ("robust", "the verdict holds under every registered alternative analysis (other probes, rungs, compute bases)"),
     ("depends on: …", "the verdict weakens under the named alternative (probe, rung or basis)"),
     ("reverses on …", "a registered alternative probe decides the claim the other way (reproduced on one, "
-                      "contradicted on the other); its effect and interval ({level}) beside it"),
+                      "contradicted on the other); its effect and interval beside it"),
     ("contradicted on …", "the registered probe leaves the claim undecided and this alternative probe "
-                          "contradicts it; the effect and interval ({level}) of the contrast that decided"),
+                          "contradicts it; the effect and interval of the contrast that decided"),
     ("reproduced on …", "the registered probe leaves the claim undecided and this alternative probe "
-                        "reproduces it; the effect and interval ({level}) of the contrast that decided"),
+                        "reproduces it; the effect and interval of the contrast that decided"),
     (RULED_OUT, "the verdict is inconclusive, but the interval excludes the published effect: it is smaller or "
                 "larger than published, whichever way the effect turns out against the margin"),
     ("read on …", "the claim's registered probe was not evaluated at the rungs it reads (run 2: the all-label "
                   "probe at the budget only), so its stand-in was read"),
     (MAGNITUDE_TERM, "where the published effect lies "
-     "against our interval ({level}): inside it, below it (ours larger) or above it (ours smaller)"),
+     "against our interval: inside it, below it (ours larger) or above it (ours smaller)"),
     ("realisation", "the figure rests on realisations of one seed rather than on independent seeds"),
     ("not converged", "an arm still moved by more than the registered threshold between the last two rungs"),
     ("q (BH)", "Benjamini-Hochberg q-value over the registry: shown as a screen, decides nothing"),
@@ -183,7 +184,7 @@ def lore_key(claims, rules):
     words = [rc.magnitude_text(c) for c in rows if rc.magnitude_text(c)] + [t for c in rows for t in rc.tags(c)]
     defined = dict.fromkeys(filter(None, map(term_of, words)))
     pairs += [(f"<i>{esc(term)}</i>", esc(text.format(level=level))) for term, text in defined]
-    return ("<p class='key'><b>Key.</b> " + "; ".join(f"{term}: {text}" for term, text in pairs)
+    return (f"<p class='key'><b>Key</b> (an effect's interval: {esc(level)}). " + "; ".join(f"{term}: {text}" for term, text in pairs)
             + ". Every rule in full: <a href='#sec-legend'>Legend</a>.</p>")
 
 
@@ -225,7 +226,7 @@ def legend(rules):
             + "<p>Verdicts of the documents' printed examples and analytic facts:</p>"
             + definition_list(DOCUMENT_VERDICTS, verdicts=True)
             + "<p>Trends along the scale ladder (b: the slope per decade of steps):</p>"
-            + definition_list(TREND_RULES) + "<p>Other terms:</p>"
+            + definition_list(TREND_RULES) + f"<p>Other terms (an effect's interval: {level}):</p>"
             + definition_list([(term, text.format(level=level)) for term, text in TERMS]) + "</details>")
 
 
