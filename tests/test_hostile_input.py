@@ -324,3 +324,16 @@ def test_the_report_notebook_writes_no_ipython_profile_into_the_system_temp_fold
                    check=True, capture_output=True, timeout=600)
     assert list((tmp_path / "temp").iterdir()) == []
     assert (tmp_path / "work" / ".cache" / "ipython").is_dir() and (tmp_path / "work" / "out.html").exists()
+
+
+def test_a_tool_that_needs_dvc_finds_the_one_beside_python_or_says_one_line(tmp_path, monkeypatch):
+    from tools import repro
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(SystemExit) as stopped:
+        repro.dvc("status")
+    assert str(stopped.value).startswith("error: dvc is neither beside this Python nor on PATH") and "\n" not in str(stopped.value)
+    (python.parent / "dvc").write_text("")
+    assert repro.dvc_command() == str(python.parent / "dvc")

@@ -23,6 +23,7 @@ runs (`dvc exp run --allow-missing -S ...`) only when it retrains nothing the cl
 import contextlib
 import hashlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,9 +67,20 @@ def stop(process, grace=30):
             return
 
 
+def dvc_command():
+    """The dvc beside this interpreter (the project's .venv/bin), else the one on PATH; one line
+    when there is neither."""
+    beside = Path(sys.executable).with_name("dvc")
+    found = str(beside) if beside.exists() else shutil.which("dvc")
+    if not found:
+        raise SystemExit("error: dvc is neither beside this Python nor on PATH: run `make setup`, then use "
+                         ".venv/bin/python (or the make targets)")
+    return found
+
+
 def dvc(*args, capture=False):
     pipe = subprocess.PIPE if capture else None
-    process = subprocess.Popen(["dvc", *args], stdout=pipe, stderr=pipe, text=True)
+    process = subprocess.Popen([dvc_command(), *args], stdout=pipe, stderr=pipe, text=True)
     try:
         stdout, stderr = process.communicate()
     except KeyboardInterrupt:
