@@ -68,10 +68,10 @@ def stop(process, grace=30):
 
 
 def dvc_command():
-    """The dvc beside this interpreter (the project's .venv/bin), else the one on PATH; one line
-    when there is neither."""
+    """The dvc on PATH (make puts .venv/bin first), else the one beside this interpreter (the
+    project's .venv/bin, for `.venv/bin/python -m tools.relock`); one line when there is neither."""
     beside = Path(sys.executable).with_name("dvc")
-    found = str(beside) if beside.exists() else shutil.which("dvc")
+    found = shutil.which("dvc") or (str(beside) if beside.exists() else None)
     if not found:
         raise SystemExit("error: dvc is neither beside this Python nor on PATH: run `make setup`, then use "
                          ".venv/bin/python (or the make targets)")
