@@ -409,10 +409,11 @@ SHARED_AMENDMENT = ("amendments:\n  late:\n    date: '2026-11-02'\n    what: a n
                     "    post_registration: true\n    registration: {run}\n")
 
 
-@pytest.mark.parametrize("form,run,post_hoc", [("inline", 1, False), ("inline", 2, True), ("ref", 1, False),
-                                               ("ref", 2, True)])
-def test_under_the_second_record_only_its_own_amendments_label_a_claim_post_hoc(
-        tmp_path, monkeypatch, capsys, form, run, post_hoc):
+@pytest.mark.parametrize("form,run", [("inline", 1), ("inline", 2), ("ref", 1), ("ref", 2)])
+def test_an_amendment_that_moves_no_verdict_labels_nothing_post_hoc_under_either_record(
+        tmp_path, monkeypatch, capsys, form, run):
+    """A note amended after registration 1 or 2 changes no rule of the claim: its verdict is the one
+    the registered rule gives, so it is not post hoc (the amendment is still shown with the claim)."""
     registry = second_registered_world(tmp_path)
     text = registry.read_text()
     if form == "inline":
@@ -425,7 +426,8 @@ def test_under_the_second_record_only_its_own_amendments_label_a_claim_post_hoc(
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 0, err
     claim = judged_claims(tmp_path)[0]
-    assert ("post hoc" in claim["labels"]) == post_hoc and "frozen_verdict" not in claim
+    assert "post hoc" not in claim["labels"] and "frozen_verdict" not in claim
+    assert [a["post_registration"] for a in claim["amended"]] == [True]
 
 
 def test_a_claim_changed_after_the_second_record_needs_an_amendment_of_registration_2(tmp_path, monkeypatch, capsys):
@@ -597,3 +599,60 @@ def test_a_shallow_clone_checks_the_records_state_but_not_the_order_it_cannot_se
     record = shallow / "analysis" / "registration.json"
     record.write_text(record.read_text().replace('"rules"', '"rules" ', 1))
     assert "differs from its committed version" in (refusal(shallow) or "")
+
+
+# ---------------------------------------------------------------- provenance: a rule's move or the data's
+
+STAGE_ONE = {"sha256": "1" * 64, "runs": 280, "stage_two_runs": 0}
+STAGE_TWO = {"sha256": "2" * 64, "runs": 400, "stage_two_runs": 120}
+
+
+def snapshots(first_results, second_results, earlier=None):
+    """Two rule changes after a registration, each with the verdicts of the code it replaced: x and y
+    inconclusive under the first, reproduced under the second."""
+    first = {"date": "2026-12-05", "what": "rule A", "claims_json_sha256": "a" * 64,
+             "frozen_verdicts": {"x": "inconclusive", "y": "inconclusive"}}
+    second = {"date": "2026-12-06", "what": "rule B", "claims_json_sha256": "b" * 64,
+              "frozen_verdicts": {"x": "reproduced", "y": "reproduced"}}
+    if first_results:
+        first["results"] = first_results
+    second["results"] = second_results
+    if earlier:
+        second["earlier_results"] = earlier
+    return [first, second]
+
+
+@pytest.mark.parametrize("recorded", ["own", "established later"])
+def test_a_verdict_moved_between_snapshots_on_different_results_is_the_datas_and_not_post_hoc(recorded):
+    from replication.judge.judge import _provenance
+    changes = snapshots(STAGE_ONE, STAGE_TWO) if recorded == "own" else \
+        snapshots(None, STAGE_TWO, earlier={"a" * 64: STAGE_ONE})
+    judged = [{"id": "x", "verdict": "reproduced", "labels": []}, {"id": "y", "verdict": "contradicted", "labels": []}]
+    _provenance(judged, {}, {}, changes, changes, STAGE_TWO)
+    x, y = judged
+    # x: inconclusive on stage 1's results, reproduced on stage 2's, and no rule moved it since
+    assert x["moved_by_data"] == [{"before": "inconclusive", "after": "reproduced",
+                                   "by": "stage 2's registered seeds (280 to 400 training runs)"}]
+    assert "post hoc" not in x["labels"] and "frozen_verdict" not in x and "rules_amended" not in x
+    # y: moved by the data too, then by rule B on the same results: post hoc beside the data's verdict
+    assert y["moved_by_data"] and y["rules_amended"] == [{"date": "2026-12-06", "what": "rule B"}]
+    assert y["frozen_verdict"] == "reproduced" and "post hoc" in y["labels"]
+
+
+def test_a_verdict_moved_between_snapshots_on_the_same_results_is_a_rules():
+    from replication.judge.judge import _provenance
+    changes = snapshots(STAGE_TWO, STAGE_TWO)
+    judged = [{"id": "x", "verdict": "reproduced", "labels": []}]
+    _provenance(judged, {}, {}, changes, changes, STAGE_TWO)
+    assert judged[0]["rules_amended"] == [{"date": "2026-12-05", "what": "rule A"}]
+    assert judged[0]["frozen_verdict"] == "inconclusive" and "post hoc" in judged[0]["labels"]
+    assert "moved_by_data" not in judged[0]
+
+
+def test_the_results_digest_of_the_tree_is_the_committed_one_where_results_are_clean():
+    """registration.results_snapshot (files in the tree) and results_snapshot_at (git's tree) agree,
+    so a snapshot recorded now compares with one established from git's history."""
+    from replication.judge.registration import git, in_git, results_snapshot, results_snapshot_at
+    if not in_git(ROOT) or git("status", "--porcelain", "--", "results", root=ROOT).strip():
+        pytest.skip("not a clone, or results/ has uncommitted changes")
+    assert results_snapshot(ROOT) == results_snapshot_at("HEAD", ROOT)

@@ -80,7 +80,7 @@ def test_forest_rows_are_in_the_claims_unit_grouped_by_unit_then_verdict():
 
 def test_published_and_ours_are_in_one_unit():
     c = claim("one", "reproduced", 0.06, published=0.047)
-    assert page.ours_text(c) == "+6 points [+5, +7]" and rc.published_text(c) == "+4.7 points"
+    assert page.ours_text(c) == "+6 points [+5, +7] (95%)" and rc.published_text(c) == "+4.7 points"
     per_contrast = claim("four", "reproduced", 0.06, published=[0.047, 0.064])
     per_contrast["contrasts"] = [per_contrast["contrast"], {**per_contrast["contrast"], "b": "z"}]
     assert rc.published_effect(per_contrast, 1) == pytest.approx(6.4)
@@ -172,7 +172,7 @@ def test_the_summary_names_the_studies_by_verdict_and_the_compute():
     # a decided null is named under its own verdict, never among the undecided
     assert f"no meaningful effect {study['supcon-out-beats-in']}; inconclusive {study['simclr-temperature']};" in text
     assert "560 CPU-minutes of pretraining and 176 of evaluation over 305 runs on Xeon" in text
-    assert "398 minutes" in text and "1 verdicts rest on arms still moving" in text
+    assert "398 minutes" in text and "1 verdicts were read before their effect settled (not converged)" in text
 
 
 def test_the_compute_counts_the_latest_run_only(tmp_path):
@@ -191,10 +191,11 @@ def test_new_fields_are_shown_when_present():
               robustness={"label": "robust", "alternatives": [{"dimension": "probe", "choice": "kNN",
                                                                 "verdict": "reproduced", "diff_mean": 0.05}]},
               primary={"probe": "linear", "rung": 1200, "basis": "equal images"},
-              convergence={"threshold": 0.01, "converged": False,
-                           "arms": {"x": {"move": 0.03, "from_step": 1200, "to_step": 2400, "converged": False}}})
+              convergence={"converged": False, "held": "reproduced", "arms": {
+                  "x": {"moving": True, "moved": "moved +3 [+2, +4] points from 1,200 to 2,400 steps"}}})
     details = page.claim_details(c, {})
-    assert "kNN" in details and "q (BH)" in details and "equal images" in details and "not converged" in details
+    assert "kNN" in details and "q (BH)" in details and "equal images" in details
+    assert "held: its interval gives reproduced; x moved +3 [+2, +4] points from 1,200 to 2,400 steps" in details
     assert rc.rung(c) == 1200 and rc.robustness(c) == "robust" and rc.is_calibrated(c)
     assert rc.counts([c])["literature"]["claims"] == 1 and not rc.counts([c])["literature"]["judged"]
 
@@ -262,7 +263,7 @@ SECTIONS = [{"id": "moco", "title": "MoCo"}, {"id": "toy2d", "title": "The 2-D c
 
 
 def test_claims_markdown_escapes_cells_groups_by_section_and_folds_the_documents_examples():
-    lit = {**claim("one", "inconclusive", 0.06), "contrast": {**claim("one", "reproduced", 0.06)["contrast"],
+    lit = {**claim("one", "inconclusive", 0.06), "contrast": {**claim("one", "inconclusive", 0.06)["contrast"],
                                                                "reason": "a | b <i> isn't &amp; *x* [y](z)"}}
     doc = {**claim("doc", "exact match", 0.0, section="toy2d"), "contrast": None}
     text = markdown.claims_markdown([lit, doc], SECTIONS, "Scope: a summary.", RULES)
@@ -371,13 +372,13 @@ def test_the_first_screen_counts_the_verdicts_changed_since_the_first_rules():
 
 def test_a_reason_names_the_level_of_the_look_that_decided_its_interval():
     """A contrast decided at a look records its interval's level (a stage-1 contrast under the sequential
-    design: 97.7%), and its reason says so; the column heading names each look's level; without a design
-    both say 95%."""
+    design: 97.7%), and its reason and its figure say so; the column heading says each row names its
+    own level; without a design both say 95%."""
     design = {"stage_one_seeds": 5, "further_seeds": 10, "seeds_needed_at_most": 15, "spending": "pocock",
               "conditions_at_most": 12, "first": []}
     decided = claim("a", "reproduced", 0.05)
     assert "95% interval +4 to +6 points" in rc.reason(decided)
     decided["contrast"]["level"] = verdicts.level(sequential.look({**RULES, "sequential": design}, 5))
-    assert "97.7% interval +4 to +6 points" in rc.reason(decided)
-    assert rc.ours_heading({**RULES, "sequential": design}) == "ours [interval: 97.7% at 5 seeds, 96.9% at 15]"
+    assert "97.7% interval +4 to +6 points" in rc.reason(decided) and rc.ours(decided).endswith("(97.7%)")
+    assert rc.ours_heading({**RULES, "sequential": design}) == "ours [interval, at the level of the look that decided it]"
     assert rc.ours_heading(RULES) == "ours [95% interval]"

@@ -23,14 +23,15 @@ RECORD = {"date": "2026-12-02", "sha256": {"params.yaml": "a1" * 32, "src/replic
 
 
 def claim(cid, verdict, **extra):
-    return {"id": cid, "verdict": verdict, "statement": "s", "section": "moco", **extra}
+    return {"id": cid, "verdict": verdict, "statement": "s", "section": "moco", "origin": "literature", "labels": [],
+            **extra}
 
 
 def test_the_registration_block_shows_the_record_the_match_the_commit_and_the_late_amendments():
     late = {"date": "2026-12-05", "what": "margin 0.02 -> 0.05", "why": "a typo", "previous_verdict": "reproduced",
             "post_registration": True}
     claims = [claim("kept", "reproduced"),
-              claim("changed", "no meaningful effect", amended=[late], frozen_verdict="reproduced"),
+              claim("changed", "no meaningful effect", amended=[late], frozen_verdict="reproduced", labels=["post hoc"]),
               claim("added", "inconclusive", amended=[{**late, "what": "a new claim"}])]
     block = page.registration_section(RECORD, "2026-12-02", ("f00dcafe" * 5, "2026-12-02"), claims)
     assert "Rules registered on 2026-12-02" in block and f"<code>{'f00dcafe' * 5}</code> of 2026-12-02" in block
@@ -42,7 +43,7 @@ def test_the_registration_block_shows_the_record_the_match_the_commit_and_the_la
     assert "margin 0.02 -&gt; 0.05" in rows[0] and "a typo" in rows[0]
     assert rows[0].count("</span>") == 2 and "◆ no meaningful effect" in rows[0] and "● reproduced" in rows[0]
     assert "not registered: a claim new since" in rows[1]
-    assert "#claim-kept" not in block
+    assert "#claim-kept" not in block and "1 verdicts differ (post hoc)" in block
 
 
 def test_verdicts_judged_before_or_under_another_registration_do_not_match():

@@ -94,8 +94,9 @@ def test_the_cap_takes_the_first_claims_then_the_fewest_seeds_needed():
 def judged_contrast(diffs, rules):
     """kinds._contrast of arms a and b whose per-seed differences are `diffs` (b at 0.5)."""
     from replication.judge import kinds
-    claim = {"margin": 0.02, "direction": "greater", "arms": {"a": {"key": "eval.h.linear"}, "b": {"key": "eval.h.linear"}},
-             "b": "b", "published_effect_value": None}
+    arm = {"files": "results/evaluate/study/simclr/seed_*.json", "key": "eval.h.linear"}   # a condition of the run
+    claim = {"margin": 0.02, "direction": "greater", "arms": {"a": arm, "b": arm}, "b": "b",
+             "published_effect_value": None}
     by_seed = {"a": {s: 0.5 + d for s, d in enumerate(diffs)}, "b": {s: 0.5 for s in range(len(diffs))}}
     return kinds._contrast(claim, "a", "b", by_seed, {}, rules)
 
@@ -153,3 +154,24 @@ def test_a_paired_interval_is_named_at_the_level_of_the_look_that_decided_it():
     assert sequential.level_text({"alpha": 0.025}) == "95%"
     assert sequential.one_sided_text({"alpha": 0.025}) == "2.5%"
     assert "(97.7% at 5 seeds, 96.9% at 15)" in verdicts.verdict_rules(rules)[0][1]
+
+
+def test_every_look_the_design_makes_has_its_own_boundary_and_no_other_count_of_seeds_is_decided():
+    """A best-of contrast reads the held-out half of each stage's seeds (3 of 5, then 8 of 15): the
+    first look spends stage 1's alpha(t1) on its own 2 df; the two held-out halves share no seed, so
+    their t-statistics are independent and the second spends the rest, (alpha - alpha(t1)) / (1 -
+    alpha(t1)), on 7 df. A count of seeds no look makes has no boundary: it stops with one line."""
+    from scipy import stats
+    rules = {"alpha": ALPHA, "max_seeds": 50, "sequential": DESIGN}
+    first = sequential.spent(DESIGN, ALPHA)
+    assert sequential.looks(DESIGN) == {5: (1, False), 15: (2, False), 3: (1, True), 8: (2, True)}
+    assert sequential.look(rules, 3)["alpha"] == pytest.approx(first)
+    c1, c2 = sequential.boundaries(DESIGN, ALPHA, held_out=True)
+    assert c1 == pytest.approx(stats.t.isf(first, 2))
+    assert sequential.look(rules, 8)["alpha"] == pytest.approx(stats.t.sf(c2, 7))
+    assert stats.t.sf(c2, 7) == pytest.approx((ALPHA - first) / (1 - first), rel=0.05)
+    assert sequential.boundaries(DESIGN, ALPHA, held_out=True)[1] != sequential.boundaries(DESIGN, ALPHA)[1]
+    for n in (2, 4, 10):
+        with pytest.raises(sequential.LookError, match=f"over {n} seeds, a look rules.sequential does not make"):
+            sequential.look(rules, n)
+    assert sequential.look({"alpha": ALPHA}, 4) == {"alpha": ALPHA}      # no design: one look at alpha

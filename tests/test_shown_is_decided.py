@@ -2,6 +2,7 @@
 contrast that decided it, the reason agrees with both and is in the claim's unit, a failure claim
 shows the fact that decided it, and the count of runs is named for what it is. Checked on the
 committed reports/claims.json and reports/claims.md, and on constructed claims, one per defect."""
+import html
 import re
 from pathlib import Path
 
@@ -24,16 +25,16 @@ def inconsistencies(claim):
         lo, hi, m = effect["lo"], effect["hi"], effect["margin"]
         equal = c.get("direction") == "equal"
         unseen = equal and c.get("reason", "").startswith(NO_POSITIVE_CONTROL)   # inside, but no control saw +m
-        moving = bool((claim.get("convergence") or {}).get("arms_moving"))      # a contradiction read too early
+        held = (claim.get("convergence") or {}).get("held")       # a verdict read before convergence, held
         holds = {"reproduced": (-m < lo and hi < m) if equal else lo > m,
                  "contradicted": (hi < -m or lo > m) if equal else hi < -m,
                  "no meaningful effect": -m < lo and hi < m,
-                 "inconclusive": unseen or moving or not (lo > m or hi < -m or (-m < lo and hi < m))}[v]
+                 "inconclusive": unseen or held or not (lo > m or hi < -m or (-m < lo and hi < m))}[v]
         if not holds:
             found.append(f"shown interval [{lo:.3g}, {hi:.3g}] (margin {m:.3g}) does not give '{v}'")
-        if c.get("verdict") not in (None, v) and v != "not testable here" and not moving:
+        if c.get("verdict") not in (None, v, held) and v != "not testable here":
             found.append(f"the shown contrast is {c.get('verdict')}, the claim {v}")
-        if moving and not reason.startswith("read before convergence"):
+        if held and not reason.startswith(f"held by the convergence rule: its interval gives {held}"):
             found.append(f"inconclusive by convergence without saying so first: {reason}")
         unit = effect["unit"].strip()
         numbers = re.findall(r"[+−-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?", reason)
@@ -107,3 +108,50 @@ def test_the_check_finds_each_class_of_defect(case, claim):
 def test_a_consistent_claim_passes():
     assert inconsistencies(paired("reproduced", 0.03, 0.05)) == []
     assert inconsistencies(paired("reproduced", -0.01, 0.01, direction="equal")) == []
+
+
+NUMBER = r"([+−-]?\d+(?:\.\d+)?(?:e[+−-]?\d+)?)"
+SAID = [   # every way a page says where an interval lies against the margin: (pattern, lo, hi, words, margin)
+    re.compile(rf"interval {NUMBER} to {NUMBER}(?: [a-z]+)? (lies above|lies below|lies inside|reaches across) "
+               rf"[±+−-]?{NUMBER}"),
+    re.compile(rf"interval \[{NUMBER}[^,\]]*, {NUMBER}[^\]]*\] (reaches across|lies inside|lies beyond|below) "
+               rf"(?:the margin )?[±+−-]?{NUMBER}"),
+]
+
+
+def as_float(text):
+    return float(text.replace("−", "-"))
+
+
+def interval_words_against_figures(text):
+    """Every sentence of `text` that says where an interval lies, checked against its own figures:
+    above +m, below -m, inside +-m, beyond it, or reaching across it."""
+    wrong = []
+    for pattern in SAID:
+        for found in pattern.finditer(text):
+            lo, hi, words, m = as_float(found[1]), as_float(found[2]), found[3], as_float(found[4])
+            true = {"lies above": lo >= m, "lies below": hi <= -m, "below": hi <= -m,
+                    "lies inside": -m <= lo and hi <= m, "lies beyond": lo >= m or hi <= -m,
+                    "reaches across": not (lo > m or hi < -m or (-m < lo and hi < m))}[words]
+            if not true:
+                wrong.append(found[0])
+    return wrong
+
+
+@pytest.mark.parametrize("page", ["claims.md", "report.html"])
+def test_no_reason_on_a_page_contradicts_its_own_interval(page):
+    path = ROOT / "reports" / page
+    if not path.exists():
+        pytest.skip(f"no reports/{page}")
+    text = html.unescape(re.sub(r"<[^>]+>", " ", path.read_text()))
+    said = sum(len(p.findall(text)) for p in SAID)
+    assert said >= 10                                      # the scan reads the pages' reasons at all
+    assert interval_words_against_figures(text) == []
+
+
+def test_the_scan_finds_a_reason_that_contradicts_its_interval():
+    assert interval_words_against_figures("97.7% interval -8.42 to -4.56 points reaches across ±2 points") == \
+        ["interval -8.42 to -4.56 points reaches across ±2"]
+    assert interval_words_against_figures("the interval [-8 points, -5 points] reaches across the margin ±2 points")
+    assert interval_words_against_figures("96.9% interval -8.42 to -4.56 points lies below −2 points") == []
+    assert interval_words_against_figures("the whole interval [-1, +1] lies inside the margin ±2") == []

@@ -11,8 +11,10 @@
     python -m tools.register --rules-changed "what changed" --why "why"
         after the latest registration, a change of judging code that moves verdicts: append an
         amendment that freezes each claim's verdict under the code it replaces (read from the committed
-        reports/claims.json, which must be the one that code judged), so that the analysis shows
-        every moved verdict post hoc beside the frozen one.
+        reports/claims.json, which must be the one that code judged) and the results it was judged
+        on (those of earlier rule changes that recorded none are read from git), so that the analysis
+        shows every verdict a rule moved post hoc beside the frozen one, and credits a move between
+        two changes judged on different results to the data.
     python -m tools.register --code-moved "what moved" --why "why"
         judge the committed results with the code as it is now; only when that gives a reports/
         claims.json byte-identical to the committed one, append a code amendment (the new hashes)
@@ -30,9 +32,10 @@ from replication.io import require_inside, write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
 from replication.judge.record import CLAIMS, claims_text
-from replication.judge.registration import (CODE_AMENDMENTS, RegistrationError, add_to_analysis_deps,
-                                            all_code_amendments, amend_code, amend_rules, git, load,
-                                            load_code_amendments, record_path, register, rule_changes)
+from replication.judge.registration import (CODE_AMENDMENTS, RESULTS_TREE, RegistrationError,
+                                            add_to_analysis_deps, all_code_amendments, amend_code, amend_rules,
+                                            git, in_git, load, load_code_amendments, record_path, register, results_of,
+                                            results_snapshot, results_snapshot_at, rule_changes)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
 
@@ -66,9 +69,56 @@ def rules_changed(what, why):
     # the first rule change: every frozen_verdict claims.json holds is a registered claim text's
     registered_texts = None if rule_changes(amendments) else \
         {c["id"]: c["frozen_verdict"] for c in judged if c.get("frozen_verdict")}
-    amendment = amend_rules(record, what, why, before, digest, registered_claim_verdicts=registered_texts)
+    amendment = amend_rules(record, what, why, before, digest, registered_claim_verdicts=registered_texts,
+                            results=judged_on(digest), earlier_results=earlier_results(amendments))
     write_json(CODE_AMENDMENTS, [*all_code_amendments(), amendment])
     return amendment
+
+
+def first_commit_with(claims_sha256):
+    """The first commit whose reports/claims.json has this sha256: the one that wrote it; None if none."""
+    for commit in git("log", "--reverse", "--format=%H", "--", str(CLAIMS)).split():
+        try:
+            text = git("show", f"{commit}:{CLAIMS}", raw=True)
+        except RegistrationError:
+            continue                    # deleted at that commit
+        if hashlib.sha256(text).hexdigest() == claims_sha256:
+            return commit
+    return None
+
+
+def judged_on(claims_sha256):
+    """The results the committed reports/claims.json was judged on, which must be the results in the
+    tree: results/ committed and unchanged since the commit that wrote that claims.json (outside a git
+    work tree, a copy, nothing can be checked: the results in the tree)."""
+    if not in_git():
+        return results_snapshot()
+    if git("status", "--porcelain", "--", RESULTS_TREE).strip():
+        raise RegistrationError(f"{RESULTS_TREE}/: uncommitted changes; commit the results reports/claims.json was "
+                                "judged on before amending the rules")
+    commit = first_commit_with(claims_sha256)
+    now = results_snapshot()
+    if commit and results_snapshot_at(commit) != now:
+        raise RegistrationError(f"{CLAIMS}: judged on other results than results/ holds now (commit {commit[:7]}); "
+                                "rerun the analyze stage with the code being replaced, and commit it first")
+    return now
+
+
+def earlier_results(amendments):
+    """{claims.json sha256: results} of each earlier rule change of the registration that recorded no
+    results of its own, read from git: the results committed with the claims.json it froze (none
+    outside git)."""
+    if not in_git():
+        return None
+    found = {}
+    for change in rule_changes(amendments):
+        if results_of(change, amendments) is None and change["claims_json_sha256"] not in found:
+            commit = first_commit_with(change["claims_json_sha256"])
+            if commit is None:
+                raise RegistrationError(f"{CODE_AMENDMENTS}: the claims.json frozen on {change['date']} (sha256 "
+                                        f"{change['claims_json_sha256'][:12]}) is in no commit; its results are unknown")
+            found[change["claims_json_sha256"]] = results_snapshot_at(commit)
+    return found or None
 
 
 def previous_run():

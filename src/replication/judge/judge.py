@@ -49,8 +49,7 @@ def _judge_primary(claim, root, rules, documents):
         if claim["kind"] == "paired":
             out["primary"] = ladder.primary(claim, None, root, stood_in)
             out["_alternatives"] = robustness.alternatives(claim, out, None, None, root, rules)
-            out["convergence"] = {"converged": None, "reason": "one trained rung: convergence not measured"}
-            _contradiction_needs_converged_arms(claim, out, root, rules)
+            _read_at_convergence(claim, out, root, rules)
         return out
     pairs = ladder.matched_rungs(claim, claim["basis"], root)
     judged = [judge_one(ladder.at_pair(claim, pair), root, rules, documents) for pair in pairs]
@@ -62,26 +61,38 @@ def _judge_primary(claim, root, rules, documents):
         out["primary"]["ladder_probe"] = ladder.primary_probe(shown)
         judged = [judge_one(ladder.at_pair(shown, pair), root, rules, documents) for pair in shown_pairs]
     out["ladder"] = [ladder.rung_summary(pair, o) for pair, o in zip(shown_pairs, judged)]
-    out["convergence"] = ladder.convergence(shown, shown_pairs, judged, rules)
-    _contradiction_needs_converged_arms(claim, out, root, rules, at=pairs[-1])
+    _read_at_convergence(claim, out, root, rules, at=pairs[-1])
     out["untrained"] = ladder.untrained_levels(shown, root)
     ladder.add_trend(out, rules)
     return out
 
 
-def _contradiction_needs_converged_arms(claim, out, root, rules, at=None):
-    """A contradiction stands only on arms that have settled (issue 53): where an arm still gains
-    more than the claim's margin over its last doubling of steps before the rung it is read at
-    (ladder.arms_still_moving; `at`: that rung, default the budget), the verdict is inconclusive,
-    read before convergence, with the arms named, and the claim is labelled not converged."""
-    if out["verdict"] != verdicts.CONTRADICTED:
+def _read_at_convergence(claim, out, root, rules, at=None):
+    """The one convergence rule (verdicts.READ_BEFORE_CONVERGENCE), for every judged paired verdict
+    whichever way it points. Each contrast that gives the claim's verdict (every contrast of an
+    inconclusive claim) is carried one more doubling of steps by its per-seed change over the last
+    one (verdicts.one_more_doubling, the arms read at `at`, default the budget: ladder.last_doubling).
+    Where one would give another verdict the claim is labelled not converged, and a decided verdict
+    is held: inconclusive, with the verdict its interval gave (`held`). Converged where every such
+    contrast was measured and keeps its verdict; else unknown. Each arm's own move is shown beside."""
+    if out["verdict"] not in verdicts.JUDGED or not out.get("contrasts"):
         return
-    moving = ladder.arms_still_moving(claim, root, rules, at)
-    if moving:
-        out["verdict"] = verdicts.INCONCLUSIVE
-        out["convergence"] = {**(out.get("convergence") or {}), "converged": False, "arms_moving": moving,
-                              "reason": verdicts.READ_BEFORE_CONVERGENCE + ": " +
-                              "; ".join(f"{name} {how}" for name, how in moving.items())}
+    deciding = [c for c in out["contrasts"] if c["verdict"] == out["verdict"]] or out["contrasts"]
+    ends = ladder.last_doubling(claim, root, rules, at)
+    moves = [verdicts.one_more_doubling(c, ends) for c in deciding]
+    measured = [m for m in moves if m]
+    unsettled = [m for m in measured if not m["settled"]]
+    convergence = {"contrasts": measured, "arms": {n: {"moving": e["moving"], "moved": e["moved"]} for n, e in ends.items()},
+                   "converged": False if unsettled else True if len(measured) == len(moves) else None}
+    scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
+    if convergence["converged"] is None:
+        convergence["reason"] = "the effect's change over its last doubling of steps was not measured for every contrast"
+    if unsettled:
+        convergence["reason"] = "; ".join(f"against {m['b']}: {verdicts.doubling_text(m, scale, unit)}" for m in unsettled)
+        if out["verdict"] in verdicts.DECIDED:
+            convergence["held"] = out["verdict"]
+            out["verdict"] = verdicts.INCONCLUSIVE
+    out["convergence"] = {k: v for k, v in convergence.items() if v not in ({}, [])}
 
 
 # ---------------------------------------------------------------- notes and labels
@@ -111,7 +122,7 @@ def _labels(claim, out, run):
         labels.append("calibrated")
     if claim.get("realisation"):
         labels.append("realisation")
-    if any(run is None or registration.amends(a, run) for a in claim.get("amended") or []):
+    if run is None and claim.get("amended"):      # no registration: every amendment saw results
         labels.append("post hoc")
     if (out.get("convergence") or {}).get("converged") is False:
         labels.append("not converged")
@@ -133,7 +144,8 @@ def _finish(claim, out, rules, run):
                                           c.get("published_answer")]))
             if why:
                 out["_notes"].append(f"{c['a']} vs {c['b']}: {why}.")
-        deciding = [c for c in contrasts if c["verdict"] == out["verdict"]] or contrasts
+        decided = (out.get("convergence") or {}).get("held") or out["verdict"]     # a held verdict: what its interval gave
+        deciding = [c for c in contrasts if c["verdict"] == decided] or contrasts
         out["contrast"] = min(deciding, key=lambda c: -1 if c.get("diff_mean") is None else c["diff_mean"])
         # the contrast that decided the verdict (the weakest of those that give it): shown, with its reason
         out["magnitude"] = out["contrast"].get("magnitude")
@@ -173,10 +185,11 @@ def judge_all(claims, root=".", rules=None, run=None, documents=()):
 
 def judge_registry(conditions, registry="analysis/claims.yaml"):
     """Every claim of the registry judged on the results of the resolved `conditions`; under the
-    latest registration record, each claim amended after it also judged by its frozen rule
-    (`frozen_verdict`). The judged code's hashes are the caller's to check (analyze checks them
-    first, registration.check_registered_code; tools/register.py judges with moved code on purpose).
-    Returns (judged, record)."""
+    latest registration record, each verdict's provenance (_provenance): the verdict the registered
+    rules give on these results (`frozen_verdict`, where it differs or the claim was amended), and
+    what moved it since, rules (post hoc) or registered data. The judged code's hashes are the
+    caller's to check (analyze checks them first, registration.check_registered_code;
+    tools/register.py judges with moved code on purpose). Returns (judged, record)."""
     registered = load_registry(registry, conditions["conditions"])
     rules, claims = registered.rules, registered.claims
     record = registration.load()
@@ -184,39 +197,78 @@ def judge_registry(conditions, registry="analysis/claims.yaml"):
     frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
     check_inputs(conditions)
     judged = judge_all(claims, rules=rules, run=record and record["run"], documents=registered.documents)
-    changes = registration.rule_changes(amendments)
-    # an amended claim's frozen verdict is its registered text's under the registered code (the first
-    # rule change recorded it); where no rule has changed, today's code is the registered code and
-    # judges the frozen claim
-    registered_code = {**changes[0]["frozen_verdicts"], **(changes[0].get("registered_claim_verdicts") or {})} \
-        if changes else {}
-    for out in judged:
-        if out["id"] in frozen:
-            out["frozen_verdict"] = registered_code.get(out["id"]) or \
-                judge_all([frozen[out["id"]]], rules=record["rules"])[0]["verdict"]
-    _post_hoc_rules(judged, changes)
+    if record:
+        texts = {cid: lambda claim=claim: judge_all([claim], rules=record["rules"])[0]["verdict"]
+                 for cid, claim in frozen.items()}
+        amended = {c["id"]: [a for a in c.get("amended") or [] if registration.amends(a, record["run"])]
+                   for c in claims}
+        _provenance(judged, texts, amended, registration.rule_changes(amendments), amendments,
+                    registration.results_snapshot())
     return judged, record
 
 
-def _post_hoc_rules(judged, changes):
-    """Verdicts the rule changes after the registration moved: each shown post hoc beside the
-    verdict the registered code gave (`frozen_verdict`), with every change that moved it on the way
-    (`rules_amended`: the changes whose verdict before differs from the verdict after them)."""
+def _provenance(judged, texts, amended, changes, amendments, now):
+    """Who moved each verdict since the registration. The snapshots of a claim's verdict, oldest
+    first: its registered text's where it was amended since (`texts`: judged by the registered code,
+    recorded by the first rule change, or judged now while no rule has changed), each rule change's
+    frozen verdict (the verdict under the code it replaced), and the verdict now (`now`: the results
+    judged, registration.results_snapshot). A move between two snapshots judged on the same results
+    is a rule's (`rules_amended`, post hoc); one between snapshots on different results is the
+    data's (`moved_by_data`: the registered run's later seeds), and carries the registered verdict
+    with it. Where nothing records a snapshot's results the move is counted a rule's. The verdict
+    the registered rules give on these results is shown as `frozen_verdict` where it differs from
+    the verdict (labelled post hoc) or the claim was amended."""
+    first_texts = (changes[0].get("registered_claim_verdicts") or {}) if changes else {}
     for out in judged:
-        path = [change["frozen_verdicts"].get(out["id"]) for change in changes] + [out["verdict"]]
-        if not changes or path[0] is None or path[0] == out["verdict"]:
-            continue
-        out.setdefault("frozen_verdict", path[0])
-        out["rules_amended"] = [{"date": change["date"], "what": change["what"]}
-                                for change, before, after in zip(changes, path, path[1:])
-                                if before is not None and after is not None and before != after]
-        if "post hoc" not in out["labels"]:
+        cid, path = out["id"], []
+        late = amended.get(cid) or []
+        own = {"date": late[-1]["date"], "what": f"the claim's amendment: {late[-1]['what']}"} if late else None
+        if cid in texts and cid in first_texts:
+            path.append((first_texts[cid], registration.results_of(changes[0], amendments), own))
+        elif cid in texts and not changes:
+            path.append((texts[cid](), now, own))
+        path += [(change["frozen_verdicts"][cid], registration.results_of(change, amendments),
+                  {"date": change["date"], "what": change["what"]})
+                 for change in changes if cid in change["frozen_verdicts"]]
+        path.append((out["verdict"], now, None))
+        held, by_rules, by_data = path[0][0], [], []
+        for (before, seen, cause), (after, then, _) in zip(path, path[1:]):
+            if before == after:
+                continue
+            if seen and then and seen["sha256"] != then["sha256"]:
+                by_data.append({"before": before, "after": after, "by": _data_words(seen, then)})
+                held = after if held == before else held
+            else:
+                by_rules.append(cause or {"date": "", "what": "an unrecorded change"})
+        if by_rules:
+            out["rules_amended"] = by_rules
+        if by_data:
+            out["moved_by_data"] = by_data
+        if held != out["verdict"] or cid in texts:
+            out["frozen_verdict"] = held
+        if held != out["verdict"] and "post hoc" not in out["labels"]:
             out["labels"].append("post hoc")
+
+
+def _data_words(before, after):
+    """The registered data that moved a verdict between two snapshots, in words."""
+    runs = f"{before['runs']} to {after['runs']} training runs"
+    if after["stage_two_runs"] > before["stage_two_runs"]:
+        return f"stage 2's registered seeds ({runs})"
+    return f"new results of the registered run ({runs})"
 
 
 def judge(claim, root=".", rules=None):
     """One claim (a raw registry entry) validated and judged on its own."""
     return judge_all([validate_claim(claim)], root, rules)[0]
+
+
+def _reaches_across(claim):
+    """Whether the interval shown beside a judged claim (its deciding contrast's) reaches across its margin."""
+    c = claim.get("contrast") or {}
+    ci, m = c.get("diff_ci95"), c.get("margin")
+    return claim["verdict"] in verdicts.JUDGED and bool(ci) and None not in ci and m is not None and \
+        verdicts.where_interval_lies(ci[0], ci[1], m).startswith("reaches")
 
 
 def _key(text):
@@ -228,8 +280,10 @@ def summary(judged):
     apart (verdicts.ORIGINS: the published claims, the documents' own claims and examples, our
     additions); `not tested` and calibrated figures outside the judged; where the published effect
     lies against our interval, for the literature's judged claims (the documents print no effect to
-    compare); how many verdicts are robust, post hoc, calibrated, reversed by a probe, read on a
-    stand-in probe, or undecided with the published size ruled out."""
+    compare); per origin the judged claims whose shown interval reaches across its margin, that are
+    not converged and that are post hoc; how many verdicts are robust, post hoc, calibrated, reversed
+    by a probe, read on a stand-in probe, or undecided with the published size ruled out. Every count
+    a page prints comes from here."""
     out = {"claims": len(judged)}
     for origin in verdicts.ORIGINS:
         mine = [c for c in judged if c["origin"] == origin]
@@ -239,7 +293,10 @@ def summary(judged):
         for c in judged_here:
             counts[_key(c["verdict"])] = counts.get(_key(c["verdict"]), 0) + 1
         out[origin] = {"claims": len(mine), "judged": len(judged_here), "verdicts": dict(sorted(counts.items())),
-                       "not_tested": sum(c["verdict"] == verdicts.NOT_TESTED for c in mine)}
+                       "not_tested": sum(c["verdict"] == verdicts.NOT_TESTED for c in mine),
+                       "intervals_across_margin": sum(_reaches_across(c) for c in judged_here),
+                       "not_converged": sum("not converged" in c.get("labels", []) for c in judged_here),
+                       "post_hoc": sum("post hoc" in c.get("labels", []) for c in judged_here)}
         if origin == "literature":
             sizes = Counter(c["magnitude"] for c in judged_here if c.get("magnitude"))
             out[origin]["published_effect"] = {place: sizes.get(place, 0) for place in verdicts.MAGNITUDES}

@@ -22,9 +22,9 @@ A claim with `not_testable: reason` is measured and shown; its verdict is `not t
 Every interval is at the registered level (verdicts.level: 1 - 2 alpha).
 A ladder claim (`ladder: true`, keys with '{step}') is judged at every rung its arms share; the top
 rung is its primary analysis, lower rungs are descriptive, with a trend along them (stats.py).
-Labels: robust / depends on (robustness.py), calibrated, realisation, post hoc (an amendment made
-after results were seen: every amendment while no registration exists, else one dated after it),
-not converged, unstable.
+Labels: robust / depends on (robustness.py), calibrated, realisation, post hoc (every amendment
+while no registration exists; under one, a rule changed after it that moved the verdict on the same
+results: judge._provenance), not converged (judge._read_at_convergence), unstable.
 """
 import math
 import re
@@ -330,10 +330,14 @@ def _paired_arms(claim, out, notes, root, rules):
 
 def _contrast(claim, a, b, by_seed, untrained, rules):
     """One contrast a - b (signed by the claim's direction), decided against the margin; under a
-    registered sequential design, at the look its seeds make (sequential.look), a stage-2 contrast
-    first decided on its stage-1 seeds, whose decision is never revisited."""
+    registered sequential design, at the look its seeds make (sequential.look: a count of seeds no
+    look makes stops the analysis), a stage-2 contrast first decided on its stage-1 seeds, whose
+    decision is never revisited. The documents' examples, which read no condition of the run, have
+    their own fixed seeds and one look at the registered alpha."""
     margin, direction = claim["margin"], claim["direction"]
     seeds = [s for s in by_seed[a] if s in by_seed[b]]
+    if not conditions_of(claim["arms"][a]):      # the documents' examples: their own seeds, one fixed look
+        rules = {k: v for k, v in rules.items() if k != "sequential"}
     design = rules.get("sequential")
     if design and len(seeds) == sequential.seeds(design)[1]:
         first = set(sorted(seeds)[:sequential.seeds(design)[0]])
@@ -505,12 +509,12 @@ MIN_CONDITIONS = 3     # a correlation across conditions needs at least this man
 
 
 def _judge_correlation(claim, out, notes, root, rules):
-    """Spearman's rho of x and y over the runs of its population; direction 'less' claims a negative
-    correlation. Runs of one condition (its seeds) are not independent of each other, so the
-    interval comes from a bootstrap over conditions (stats.cluster_bootstrap: conditions drawn with
-    replacement, each with all its runs), and the claim is decided against the margin on that
-    interval. Two x figures claim they predict y jointly: each one's partial rank correlation with
-    y given the other, both required (intersection-union)."""
+    """Spearman's rho of x and y across the conditions of its population, one value per condition
+    (the mean over its seeds: seeds of one condition are not independent of each other, and a
+    condition with more seeds must not weigh more); direction 'less' claims a negative correlation.
+    The interval comes from a bootstrap over conditions (stats.cluster_bootstrap), and the claim is
+    decided against the margin on it. Two x figures claim they predict y jointly: each one's partial
+    rank correlation with y given the other, both required (intersection-union)."""
     records, left_out = population(claim, root, rules)
     if "conditions" in claim["runs"]:
         kept = [c for c in claim["runs"]["conditions"] if c not in left_out]
@@ -519,23 +523,25 @@ def _judge_correlation(claim, out, notes, root, rules):
                      + ("; left out: " + "; ".join(f"{c}, {why}" for c, why in left_out.items()) if left_out else "")
                      + ".")
     xs = claim["x"] if isinstance(claim["x"], list) else [claim["x"]]
-    columns = {key: np.array([dig(r, key) for r in records], dtype=float) for key in [*xs, claim["y"]]}
-    out["arms"] = {key: {"values": v.tolist(), "n": len(v), "key": key} for key, v in columns.items()}
     groups = [r.get("condition", i) for i, r in enumerate(records)]      # a record without one is its own group
+    conditions = list(dict.fromkeys(groups))
+    columns = {key: np.array([np.mean([dig(r, key) for r, g in zip(records, groups) if g == condition])
+                              for condition in conditions], dtype=float) for key in [*xs, claim["y"]]}
+    out["arms"] = {key: {"values": v.tolist(), "n": len(v), "key": key} for key, v in columns.items()}
     out["contrasts"] = []
-    if len(set(groups)) < MIN_CONDITIONS:
-        notes.append(f"Fewer than {MIN_CONDITIONS} conditions in the population ({len(set(groups))}): no rank "
+    if len(conditions) < MIN_CONDITIONS:
+        notes.append(f"Fewer than {MIN_CONDITIONS} conditions in the population ({len(conditions)}): no rank "
                      "correlation across conditions to read.")
         return verdicts.INCONCLUSIVE
     for i, key in enumerate(xs):
         given = xs[1 - i] if len(xs) == 2 else None
         rho_of = lambda weights, key=key, given=given: stats.rank_correlation(
             columns[key], columns[claim["y"]], columns.get(given), weights)
-        c = _correlation_contrast(claim, key, rho_of, groups, rules, given)
+        c = {**_correlation_contrast(claim, key, rho_of, conditions, rules, given), "n_runs": len(records)}
         out["contrasts"].append(c)
         partial = f" given {given}" if given else ""
-        notes.append(f"Spearman rho of {key}{partial} {c['rho']:+.3f} over {len(records)} runs of "
-                     f"{c['n_conditions']} conditions; in the claimed direction {c['diff_mean']:+.3f} "
+        notes.append(f"Spearman rho of {key}{partial} {c['rho']:+.3f} across {c['n_conditions']} conditions, each "
+                     f"the mean of its seeds ({len(records)} runs); in the claimed direction {c['diff_mean']:+.3f} "
                      f"[{c['diff_ci95'][0]:+.3f}, {c['diff_ci95'][1]:+.3f}] (bootstrap over conditions).")
     return verdicts.combine([c["verdict"] for c in out["contrasts"]])
 

@@ -12,15 +12,16 @@ the budget), the primary is read on the claim's probe at its top rung that holds
 rungs, convergence and trend below are read on the stand-in at every rung, as context
 (`primary.ladder_probe`); the rung alternative (robustness.py) is then absent, since no lower rung
 holds the claim's probe. Along the rungs:
-    convergence   each contrast's per-seed change over the last doubling of steps before the primary
-                  rung, with its interval, against rules.convergence_fraction x margin
-                  (verdicts.convergence); each arm's own move beside it, described
+    convergence   each contrast's per-seed change over the last doubling of steps before the rung each
+                  arm is read at (last_doubling), and whether one more doubling at that pace keeps its
+                  verdict (verdicts.one_more_doubling; the one rule, judge._read_at_convergence);
+                  each arm's own move beside it, described
     trend         the effect's slope per decade of steps over the rungs where both arms trained
                   (verdicts.ladder_trend), in the claim's unit and on the logit scale for accuracies;
                   a contradicted top rung says whether it may be a scale artefact
 """
 from . import gates, probes, stats, verdicts
-from .measure import (InputError, at_step, conditions_of, dig, key_of, measure_by_seed, parts, read_record,
+from .measure import (InputError, at_step, best_of, conditions_of, dig, key_of, measure_by_seed, parts, read_record,
                       record_paths, record_pattern, replace_key, runs, with_rungs)
 
 EQUAL_STEPS = ("equal steps", "equal updates")     # bases that pair every arm at the same step
@@ -101,23 +102,29 @@ def budget(claim, root):
     return next(iter(steps.values())) if len(set(steps.values())) == 1 else steps or None
 
 
-def arms_still_moving(claim, root, rules, at=None):
-    """Each arm, a plain spec reading `eval.<figure>` or `at.{step}.<figure>`, that still gains (or
-    loses) more than the claim's margin per doubling of steps: its per-seed change over its
-    condition's last doubling before the step it is read at (`at`: one step or {arm: step}; default
-    the runs' budget; gates.previous_rung) has an interval at the registered level beyond +-margin:
-    {arm: 'moved +x [lo, hi] from a to b steps'} (in the claim's unit). An arm whose condition was
-    evaluated at no rung that starts the doubling, or whose figure is read at one rung only, is left
-    out (not measured)."""
-    threshold = claim["margin"]
+def last_doubling(claim, root, rules, at=None, arms=None):
+    """Each arm's figure per seed at both ends of its last doubling of steps before the step it is
+    read at (`at`: one step or {arm: step}; default the runs' budget; gates.previous_rung), on the
+    claim's own figure (`eval.<figure>` or `at.{step}.<figure>`; a best_of arm on the candidate it
+    chose there), for the arms named in `arms` (default every arm): {arm: {from_step, to_step,
+    before, after ({seed: value}), moving, moved}}, where `moved` describes its per-seed change in
+    the claim's unit ('moved +x [lo, hi] points from a to b steps', at the registered level) and
+    `moving` says whether that interval lies beyond +-margin (descriptive: the rule reads the
+    contrast, verdicts.one_more_doubling). An arm whose condition was evaluated at no rung that
+    starts the doubling, or whose figure is read at one rung only, is left out (not measured)."""
+    margin = claim["margin"]
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
     steps = budget(claim, root) if at is None else at
-    moving = {}
+    ends = {}
     for name, spec in claim["arms"].items():
-        key, found = key_of(spec) or "", conditions_of(spec)
         at_budget = steps.get(name) if isinstance(steps, dict) else steps
+        if (arms is not None and name not in arms) or not at_budget:
+            continue
+        if "best_of" in spec:
+            spec = spec["best_of"][best_of(at_step(spec, at_budget), root)[0]]
+        key, found = key_of(spec) or "", conditions_of(spec)
         figure = next((key[len(p):] for p in ("eval.", "at.{step}.") if key.startswith(p)), None)
-        if parts(spec) or not figure or len(found) != 1 or not at_budget:
+        if parts(spec) or not figure or len(found) != 1:
             continue
         start = gates.previous_rung(gates.rungs_of(found[0], root), at_budget)
         if start is None:
@@ -130,10 +137,11 @@ def arms_still_moving(claim, root, rules, at=None):
         if len(change) < 2:
             continue
         lo, hi = stats.t_interval(change, verdicts.level(rules))
-        if lo > threshold or hi < -threshold:
-            moving[name] = (f"moved {sum(change) / len(change) * scale:+.3g} [{lo * scale:+.3g}, {hi * scale:+.3g}]"
-                            f"{unit} from {start:,} to {at_budget:,} steps")
-    return moving
+        ends[name] = {"from_step": start, "to_step": at_budget, "before": before, "after": after,
+                      "moving": bool(lo > margin or hi < -margin),
+                      "moved": f"moved {sum(change) / len(change) * scale:+.3g} [{lo * scale:+.3g}, "
+                               f"{hi * scale:+.3g}]{unit} from {start:,} to {at_budget:,} steps"}
+    return ends
 
 
 def claim_at(claim, step, arm_steps=None):
@@ -243,41 +251,6 @@ def untrained_levels(claim, root):
     return levels
 
 
-def convergence(claim, pairs, judged, rules):
-    """Whether the claim's effect has settled: each contrast's per-seed change over the last doubling
-    of steps before the primary pair, with its interval, against the registered threshold
-    (verdicts.convergence); each arm's own move beside it, described (_arm_move)."""
-    threshold = rules["convergence_fraction"] * claim["margin"]
-    a_steps = [p[claim["a"]] for p in pairs]
-    start = gates.previous_rung(a_steps, a_steps[-1])
-    contrasts = []
-    for k, after in enumerate(judged[-1].get("contrasts") or []):
-        before = judged[a_steps.index(start)]["contrasts"][k] if start is not None else None
-        contrasts.append(verdicts.convergence(before, after, threshold, rules,
-                                              start and pairs[a_steps.index(start)][claim["a"]], a_steps[-1]))
-    known = [c["converged"] for c in contrasts]
-    arms = {name: _arm_move([p[name] for p in pairs], [o["arms"][name] for o in judged], threshold)
-            for name in claim["arms"]}
-    return {"threshold": threshold, "contrasts": contrasts, "arms": arms,
-            "converged": False if False in known else True if known and all(known) else None}
-
-
-def _arm_move(steps, judged_arms, threshold):
-    """How far one arm's mean moved over the last doubling before its top rung, read off the arm as
-    judged at each rung (`steps`, `judged_arms`: ascending); descriptive, the contrast decides."""
-    start = gates.previous_rung(steps, steps[-1])
-    if start is None:
-        return {"converged": None, "reason": f"judged at no rung between {steps[-1] // 2} and {steps[-1]} steps"}
-    before = dict(zip(judged_arms[steps.index(start)]["seeds"], judged_arms[steps.index(start)]["values"]))
-    after = dict(zip(judged_arms[-1]["seeds"], judged_arms[-1]["values"]))
-    seeds = [s for s in after if s in before]
-    if len(seeds) < 2:
-        return {"converged": None, "reason": "fewer than two runs reached both rungs"}
-    move = sum(after[s] - before[s] for s in seeds) / len(seeds)
-    return {"from_step": start, "to_step": steps[-1], "move": move, "threshold": threshold,
-            "converged": abs(move) < threshold}
-
-
 def _both_trained(rung, c):
     """Whether both arms of a contrast beat their controls at a rung (unknown counts as trained)."""
     for name in (c["a"], c["b"]):
@@ -313,15 +286,16 @@ def add_trend(out, rules):
 
 def _scale_artefact(c, convergence):
     """Why a contradicted top-rung contrast may be a scale artefact, or None when it is trustworthy:
-    its effect has settled (verdicts.convergence) and the trend does not grow toward the claim."""
+    it keeps its verdict one more doubling of steps on (verdicts.one_more_doubling) and the trend
+    does not grow toward the claim."""
     reasons = []
     mine = [k for k in (convergence or {}).get("contrasts") or [] if k.get("b") == c["b"]]
-    conv = mine[0] if mine else {}
-    if conv.get("converged") is False:
-        reasons.append(f"the effect still moved by {conv['change']:+.3g} from step {conv['from_step']} to "
-                       f"{conv['to_step']}")
-    elif conv.get("converged") is None:
-        reasons.append(f"its convergence is not shown ({conv.get('reason', 'not measured')})")
+    move = mine[0] if mine else {}
+    if move.get("settled") is False:
+        reasons.append(f"the effect still moved by {move['change']:+.3g} from step {move['from_step']} to "
+                       f"{move['to_step']}")
+    elif not move:
+        reasons.append("its change over the last doubling of steps was not measured")
     if (c.get("trend") or {}).get("label") == "grows toward the claim":
         reasons.append("the effect grows toward the claim with training")
     return "; ".join(reasons) or None

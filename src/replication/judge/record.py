@@ -179,7 +179,29 @@ class Rung(Record):
 
 
 class ContrastMove(Record):
-    """A contrast's per-seed change over the last doubling of steps (verdicts.convergence)."""
+    """A contrast over its last doubling of steps, and one more doubling on (verdicts.one_more_doubling)."""
+    b: str
+    from_step: int
+    to_step: int
+    seeds: int
+    change: Number
+    change_interval: Interval
+    ahead: Number
+    ahead_interval: Interval
+    verdict_now: Verdict
+    verdict_ahead: Verdict
+    settled: bool
+
+
+class ArmMove(Record):
+    """An arm's per-seed change over its last doubling of steps, in the claim's unit (ladder.last_doubling)."""
+    moving: bool                 # its interval lies beyond +-margin (descriptive)
+    moved: str
+
+
+class EarlierContrastMove(Record):
+    """A contrast's change against a threshold, as claims.json recorded it before the convergence
+    rule read the effect one doubling on (issue 70): read so that earlier revisions still compare."""
     b: str | None
     from_step: int | None
     to_step: int
@@ -191,7 +213,8 @@ class ContrastMove(Record):
     reason: str | None = None
 
 
-class ArmMove(Record):
+class EarlierArmMove(Record):
+    """An arm's mean move against a threshold, as claims.json recorded it before issue 70."""
     from_step: int | None = None
     to_step: int | None = None
     move: Number | None = None
@@ -201,12 +224,13 @@ class ArmMove(Record):
 
 
 class Convergence(Record):
-    threshold: Number | None = None
-    contrasts: list[ContrastMove] | None = None
-    arms: dict[str, ArmMove] | None = None
-    arms_moving: dict[str, str] | None = None     # arms still gaining more than the margin (judge: a contradiction's)
+    contrasts: list[ContrastMove | EarlierContrastMove] | None = None
+    arms: dict[str, ArmMove | EarlierArmMove] | None = None
     converged: bool | None
+    held: Verdict | None = None                   # the verdict its interval gave, held until the effect settles
     reason: str | None = None
+    threshold: Number | None = None               # claims.json before issue 70
+    arms_moving: dict[str, str] | None = None     # claims.json before issue 70
 
 
 class Primary(Record):
@@ -227,6 +251,8 @@ class Alternative(Record):
     verdict: Verdict
     diff_mean: Number | None = None
     diff_ci95: Interval | None = None
+    seeds: int | None = None             # the seeds its figure was read on, and the level of that look
+    level: Number | None = None
 
 
 class Robustness(Record):
@@ -264,6 +290,13 @@ class Amendment(Record):
 class RuleAmendment(Record):
     date: str
     what: str
+
+
+class DataMove(Record):
+    """A verdict moved between two snapshots judged on different results: by registered data."""
+    before: Verdict
+    after: Verdict
+    by: str
 
 
 class ReferenceGate(Record):
@@ -322,6 +355,7 @@ class Judgement(Record):
     note: str | None = None
     frozen_verdict: Verdict | None = None
     rules_amended: list[RuleAmendment] | None = None
+    moved_by_data: list[DataMove] | None = None
 
     @model_serializer(mode="wrap")
     def _note_where_written(self, handler):

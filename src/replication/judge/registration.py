@@ -34,7 +34,7 @@ from typing import Annotated
 
 from pydantic import Field, ValidationError
 
-from ..io import sha256, write_json
+from ..io import is_stage_two, sha256, write_json
 from ..schema import Strict, one_line
 from .measure import in_path_form, producing_stage
 from .registry import Date, Verdict, declared_gates
@@ -144,6 +144,13 @@ class Record(Strict):
     previous: dict | None = None         # run n - 1's record, date, commit and claims.json sha256
 
 
+class Results(Strict):
+    """The results a snapshot of verdicts was judged on (results_snapshot)."""
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    runs: Annotated[int, Field(ge=0)]              # training records
+    stage_two_runs: Annotated[int, Field(ge=0)]    # of them, the sequential rule's stage-2 seeds
+
+
 class CodeAmendment(Strict):
     date: Date
     registration: Date
@@ -156,6 +163,10 @@ class CodeAmendment(Strict):
     # a rule change: each claim amended after the registration, the verdict its registered text had
     # under the frozen code (claims.json's frozen_verdict), which today's code can no longer give
     registered_claim_verdicts: dict[str, Verdict] | None = None
+    results: Results | None = None       # a rule change: the results its frozen verdicts were judged on
+    # the results of earlier rule changes of the same registration that predate `results`, by the
+    # sha256 of the claims.json they froze (established from git's history by tools/register.py)
+    earlier_results: dict[str, Results] | None = None
 
 
 def _read(path, model, many=False):
@@ -235,14 +246,58 @@ def amend_code(record, what, why, claims_sha256, root=".", date=None):
 
 
 def amend_rules(record, what, why, frozen_verdicts, claims_sha256, root=".", date=None,
-                registered_claim_verdicts=None):
+                registered_claim_verdicts=None, results=None, earlier_results=None):
     """A rule change after the registration: the judged code as it is now, and each claim's verdict
     under the frozen code (from the committed reports/claims.json it wrote, claims_sha256), so that
     every verdict the change moves is shown post hoc beside the frozen one; with the verdicts of the
-    registered texts of claims amended since (`registered_claim_verdicts`), so that they stay shown."""
+    registered texts of claims amended since (`registered_claim_verdicts`), so that they stay shown;
+    and the results those verdicts were judged on (`results`: results_snapshot; `earlier_results`:
+    those of earlier rule changes that did not record theirs), so that a move between two changes
+    judged on different results is credited to the data (provenance)."""
     return {**amend_code(record, what, why, claims_sha256, root, date), "verdicts_identical": False,
             "frozen_verdicts": frozen_verdicts,
-            **({"registered_claim_verdicts": registered_claim_verdicts} if registered_claim_verdicts else {})}
+            **({"registered_claim_verdicts": registered_claim_verdicts} if registered_claim_verdicts else {}),
+            **({"results": results} if results else {}), **({"earlier_results": earlier_results} if earlier_results else {})}
+
+
+RESULTS_TREE = "results"      # every file the judge may read of a run: records, examples, determinism
+
+
+def _blob(data):
+    """git's object id of a file's bytes, so that a working tree and a commit compare without git."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _snapshot(blobs):
+    """{sha256, runs, stage_two_runs} of results given as {path: git object id}."""
+    training = [p for p in blobs if re.fullmatch(r"results/pretrain/[^/]+/[^/]+/seed_\d+\.json", p)]
+    listing = "".join(f"{path} {blob}\n" for path, blob in sorted(blobs.items()))
+    return {"sha256": hashlib.sha256(listing.encode()).hexdigest(), "runs": len(training),
+            "stage_two_runs": sum(is_stage_two(p.split("/")[2]) for p in training)}
+
+
+def results_snapshot(root="."):
+    """The results in the tree, as a snapshot of verdicts records them (Results): a digest of every
+    file under results/ by path and content, and the training runs among them."""
+    top = Path(root, RESULTS_TREE)
+    return _snapshot({p.relative_to(root).as_posix(): _blob(p.read_bytes())
+                      for p in top.rglob("*") if p.is_file()})
+
+
+def results_snapshot_at(commit, root="."):
+    """The same snapshot of the results committed at `commit` (read from git's tree, not checked out)."""
+    listed = git("ls-tree", "-r", commit, "--", RESULTS_TREE, root=root).splitlines()
+    return _snapshot({line.split("\t", 1)[1]: line.split()[2] for line in listed})
+
+
+def results_of(change, amendments):
+    """The results a rule change's frozen verdicts were judged on (its own record, else one a later
+    amendment established for it), or None where nothing says."""
+    if change.get("results"):
+        return change["results"]
+    found = [a["earlier_results"][change["claims_json_sha256"]] for a in amendments
+             if change["claims_json_sha256"] in (a.get("earlier_results") or {})]
+    return found[0] if found else None
 
 
 def rule_changes(amendments):

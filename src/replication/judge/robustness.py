@@ -75,11 +75,14 @@ def label(primary_verdict, alternatives, reversing=()):
 
 def as_alternative(dimension, choice, out):
     """The claim judged another way: its verdict with the figure of the contrast that gave it (the
-    first contrast with the claim's verdict, else the first), so a label shows what decided."""
+    first contrast with the claim's verdict, else the first), so a label shows what decided, and the
+    seeds and level of the look that figure was read at (an alternative may read other seeds than
+    the primary: the stage-2 seeds of a probe evaluated on them)."""
     contrasts = out.get("contrasts") or [{}]
     main = next((c for c in contrasts if c.get("verdict") == out["verdict"]), contrasts[0])
     return {"dimension": dimension, "choice": choice, "verdict": out["verdict"],
-            "diff_mean": main.get("diff_mean"), "diff_ci95": main.get("diff_ci95")}
+            "diff_mean": main.get("diff_mean"), "diff_ci95": main.get("diff_ci95"),
+            **({"seeds": len(main["seeds"]), "level": main["level"]} if main.get("seeds") and main.get("level") else {})}
 
 
 def _probe_alternatives(claim, pair, root, rules):

@@ -18,6 +18,13 @@ margin the t-statistics do not depend on the mean or the SD). Selection only rem
 continuations, so it can only lower the error; tests/test_sequential.py checks the design's type I
 error and power on constructed data. A decision at stage 1 is never revisited (decide).
 
+A best-of contrast (measure.best_of) reads only the half of a stage's seeds that did not choose its
+winner (3 of 5, then 8 of 15): its looks have boundaries of their own from the same spending (looks,
+boundaries with held_out: c1 on its own degrees of freedom; c2 by the same simulation over the seeds
+each look reads, which share none, so the two looks are independent). A count of seeds no look makes
+is refused (LookError): there is no fallback level. The documents' examples, outside the run's
+seeds, have one look at alpha (kinds._contrast).
+
 Under this design stage 1 decides at c1, not at t_{1 - alpha}: kinds._contrast decides every paired
 contrast at its look (look: the alpha each look spends, so its interval is the one that decided). Registered for run 3 (rules.sequential in analysis/claims.yaml):
     stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock,
@@ -31,6 +38,7 @@ from functools import cache
 
 from scipy import stats
 
+from .measure import InputError
 from .verdicts import CONTRADICTED, INCONCLUSIVE, NO_EFFECT, REPRODUCED, level_label, one_sided_label
 
 
@@ -51,19 +59,24 @@ def spent(design, alpha):
 CALIBRATION = 500_000          # simulated pairs of looks that place c2
 
 
-def boundaries(design, alpha):
+def boundaries(design, alpha, held_out=False):
     """(c1, c2): the critical values of each one-sided test at stage 1 and stage 2, spending alpha
-    across the two looks (module docstring)."""
+    across the two looks (module docstring); `held_out`: the looks of a best-of contrast, which
+    reads the held-out half of each stage's seeds (looks)."""
     n1, n2 = seeds(design)
-    return _boundaries(n1, n2, spent(design, alpha), alpha)
+    return _boundaries(n1, n2, spent(design, alpha), alpha, held_out)
 
 
 @cache
-def _boundaries(n1, n2, first, alpha):
-    c1 = float(stats.t.isf(first, n1 - 1))
+def _boundaries(n1, n2, first, alpha, held_out=False):
+    """c1 spends `first` on the first look's degrees of freedom; c2 the rest, by simulation of the
+    two looks' t-statistics on the seeds each reads (shared seeds make them correlate; a best-of's
+    held-out halves share none)."""
+    look1, look2 = (range(n1 // 2, n1), range(n2 // 2, n2)) if held_out else (range(n1), range(n2))
+    c1 = float(stats.t.isf(first, len(look1) - 1))
     d = np.random.default_rng(0).standard_normal((CALIBRATION, n2))       # at the margin, shifted to 0
     t = lambda x: x.mean(axis=-1) / (x.std(axis=-1, ddof=1) / math.sqrt(x.shape[-1]))
-    second = np.where(t(d[:, :n1]) <= c1, t(d), -np.inf)
+    second = np.where(t(d[:, list(look1)]) <= c1, t(d[:, list(look2)]), -np.inf)
     return c1, float(np.quantile(second, 1 - (alpha - first)))
 
 
@@ -105,21 +118,37 @@ def decide(diffs, margin, direction, design, alpha):
     return np.where(first == INCONCLUSIVE, decide_at(d[..., :n2], margin, direction, c2), first)
 
 
+def looks(design):
+    """{seeds read: (stage, held_out)}: every look the design makes. Each stage reads all its seeds
+    (n1, then n2); a best-of contrast reads the half of them that did not choose its winner
+    (measure.selection_seeds: the first half chooses, the rest judge)."""
+    n1, n2 = seeds(design)
+    return {n1: (1, False), n2: (2, False), n1 - n1 // 2: (1, True), n2 - n2 // 2: (2, True)}
+
+
+class LookError(InputError):
+    """A contrast read over a count of seeds that no look of the registered design makes."""
+
+
 def look(rules, n):
     """The rules a paired contrast over n seeds is decided by under the registered design
-    (rules.sequential): at stage 1 (n1 seeds) alpha is the error alpha(t1) it spends, at stage 2 (n2
-    seeds) the one-sided error of c2 on n2 - 1 degrees of freedom, so that deciding by p < alpha is
+    (rules.sequential): at a stage-1 look alpha is the error alpha(t1) it spends, at a stage-2 look
+    the one-sided error of c2 on its own degrees of freedom, so that deciding by p < alpha is
     deciding by t > c1 or t > c2, and the interval shown (1 - 2 alpha) is the one that decided.
-    Without a design, or at another count of seeds, the rules as they are."""
+    Without a design, the rules as they are. A count of seeds no look makes (looks) is a LookError:
+    there is no fallback level."""
     design = rules.get("sequential")
     if not design:
         return rules
-    n1, n2 = seeds(design)
-    if n == n1:
+    if n not in looks(design):
+        made = ", ".join(f"{k} ({'held-out half of ' if held else ''}stage {stage})"
+                         for k, (stage, held) in sorted(looks(design).items()))
+        raise LookError(f"a paired contrast read over {n} seeds, a look rules.sequential does not make (its looks: "
+                        f"{made} seeds); finish the missing runs, or register a design with that look")
+    stage, held_out = looks(design)[n]
+    if stage == 1:
         return {**rules, "alpha": spent(design, rules["alpha"])}
-    if n == n2:
-        return {**rules, "alpha": float(stats.t.sf(boundaries(design, rules["alpha"])[1], n2 - 1))}
-    return rules
+    return {**rules, "alpha": float(stats.t.sf(boundaries(design, rules["alpha"], held_out)[1], n - 1))}
 
 
 def select(judged, claims, design, conditions_of):

@@ -40,8 +40,9 @@ A registered alternative probe that decides the claim the opposite way (reproduc
 contradicted on another) is named in a label of its own with its figure (reverses_label); `depends
 on` names the alternatives that only weaken the verdict (robustness.py).
 Across the registry, Benjamini-Hochberg q-values over one p per decided claim (the p of the test
-behind its verdict; the largest over an intersection-union claim; for an inconclusive claim the
-smallest of its three tests) are shown as a screen. They decide nothing.
+behind its verdict, read on the legs that gave it: the largest over the legs of an
+intersection-union claim that decided it; for an inconclusive claim the smallest of its three tests)
+are shown as a screen. They decide nothing.
 """
 import math
 
@@ -138,14 +139,23 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
      "judge/verdicts.py"),
     ("baseline", "where the two sides already differ at step 0 beyond the margin (h against z), the contrast of their "
      "gains over step 0, a registered alternative", "judge/kinds.py"),
-    ("correlations", "Spearman's rho over the runs, its interval from a bootstrap over conditions (a condition's "
-     "seeds are not independent draws)", "judge/kinds.py, judge/stats.py"),
+    ("correlations", "Spearman's rho across the named conditions, one value per condition (the mean of its seeds, "
+     "so that a condition with more seeds weighs no more), the outcome on the primary probe; its interval from a "
+     "bootstrap over conditions", "judge/kinds.py, judge/stats.py"),
     ("screen", "Benjamini-Hochberg q-values over the registry's decided claims, shown beside each verdict; they "
      "decide nothing, so adding a claim never moves another's verdict", "judge/verdicts.py"),
-    ("convergence", "the contrast's per-seed change over the last doubling of steps, with its interval: converged "
-     "inside ±`rules.convergence_fraction` x m, `not converged` beyond it, else unknown; a contradiction whose arms "
-     "still gain more than m over their last doubling of steps is inconclusive, read before convergence",
-     "judge/verdicts.py, judge/judge.py"),
+    ("convergence", "one rule for every judged verdict, whichever way it points: each contrast that gives the "
+     "verdict is carried one more doubling of steps by its per-seed change over the last one (d + (d - d_start)) and "
+     "decided again at its own level; where that gives another verdict the claim is `not converged`, and a decided "
+     "verdict is held inconclusive, read before convergence, beside the verdict its interval gave. Each arm's own "
+     "move is shown, and decides nothing", "judge/verdicts.py, judge/judge.py, judge/ladder.py"),
+    ("looks", "under the registered sequential design every look has its own boundary from the same alpha spending: "
+     "each stage's seeds, and the held-out half of them that a best-of contrast reads; a count of seeds no look "
+     "makes stops the analysis", "judge/sequential.py"),
+    ("provenance", "each snapshot of the verdicts after a registration records the results it was judged on: a "
+     "move between two snapshots on the same results is a rule's (post hoc), one between snapshots on different "
+     "results is the registered data's (the sequential rule's stage-2 seeds), and is not post hoc",
+     "judge/judge.py, judge/registration.py"),
     ("robustness", "re-judged under each registered alternative: the other probes, the rung that starts the last "
      "doubling, the other compute bases where rungs allow, the gain over step 0, Benjamini-Hochberg; `robust` when "
      "all agree, a probe that decides the other way named (`reverses on ...`), a probe that decides an undecided "
@@ -153,7 +163,8 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
      "judge/robustness.py"),
     ("labels", "`calibrated` (the setup was tuned to the figure: never counted as judged), `realisation` (judged "
      "against float realisations of one seed), `post hoc` (a rule changed after the registration moved it: shown "
-     "beside the verdict the frozen rule gives), `not converged`, `unstable` (half a standard error moves the "
+     "beside the verdict the registered rule gives on the same results), `not converged` (the convergence rule "
+     "above), `unstable` (half a standard error moves the "
      f"verdict, by the claim's own rule), `{RULED_OUT}` (inconclusive, the published size outside the interval), "
      "`reverses on ...` (a registered probe decides the other way), `contradicted on ...` or `reproduced on ...` (an "
      "undecided primary decided by another registered probe), `read on ...` (a stand-in probe)",
@@ -335,8 +346,9 @@ def reversals(primary_verdict, alternatives):
     return decided if {a["verdict"] for a in decided} == set(OPPOSITE) else []
 
 
-READ_BEFORE_CONVERGENCE = ("read before convergence: a contradiction needs arms that have settled, and these still "
-                           "gained more than the margin over their last doubling of steps")
+READ_BEFORE_CONVERGENCE = ("read before convergence: a verdict, whichever way it points, stands only where its "
+                           "effect, carried one more doubling of steps by its change over the last one, gives the "
+                           "same verdict")
 
 
 def decided_elsewhere(primary_verdict, alternatives, reversing=()):
@@ -361,8 +373,10 @@ def reverses_label(probes_reversing, scale=1.0, unit=""):
 
 
 def _probe_figures(named, scale, unit):
+    """Each probe's figure, with the seeds and level of the look it was read at where it records them."""
+    look = lambda a: f" ({a['seeds']} seeds, {percent(a['level'])})" if a.get("seeds") and a.get("level") else ""
     return "; ".join(f"{words}: {a['diff_mean'] * scale:+.3g} [{a['diff_ci95'][0] * scale:+.3g}, "
-                     f"{a['diff_ci95'][1] * scale:+.3g}]{unit}" for words, a in named)
+                     f"{a['diff_ci95'][1] * scale:+.3g}]{unit}{look(a)}" for words, a in named)
 
 
 def stand_in_label(probe_words):
@@ -438,35 +452,58 @@ def reason(c, scale=1.0, unit=""):
     return f"the interval [{lo}, {hi}] reaches across the margin ±{m}"
 
 
-def interval_reason(verdict, lo, hi, margin, level, unit="", direction="greater"):
-    """The report's one-line reason for a judged verdict, read off its interval (at `level`) in the
-    claim's unit (a claim of no effect, direction 'equal', is reproduced inside the margin)."""
-    where = {REPRODUCED: f"lies above +{margin:.3g}{unit}", CONTRADICTED: f"lies below −{margin:.3g}{unit}",
-             NO_EFFECT: f"lies inside ±{margin:.3g}{unit}", INCONCLUSIVE: f"reaches across ±{margin:.3g}{unit}"}
-    if direction == "equal":
-        where.update({REPRODUCED: f"lies inside ±{margin:.3g}{unit}",
-                      CONTRADICTED: f"lies beyond ±{margin:.3g}{unit}"})
-    return f"{percent(level)} interval {lo:+.3g} to {hi:+.3g}{unit} {where[verdict]}"
+def where_interval_lies(lo, hi, margin):
+    """Where an interval lies against +-margin, in words read off its numbers alone: 'lies above
+    +m', 'lies below -m', 'lies inside +-m' or 'reaches across' the margin it crosses."""
+    m = f"{margin:.3g}"
+    if lo > margin:
+        return f"lies above +{m}"
+    if hi < -margin:
+        return f"lies below −{m}"
+    if -margin < lo and hi < margin:
+        return f"lies inside ±{m}"
+    return f"reaches across ±{m}"
 
 
-def convergence(before, after, threshold, rules, from_step, to_step):
-    """Whether a contrast has settled: its per-seed change from the rung that starts the last
-    doubling (`before`) to the primary rung (`after`), with its interval at the registered level;
-    converged when the interval lies inside +-threshold, not converged when it lies beyond it,
-    else unknown (None)."""
-    out = {"b": after.get("b"), "from_step": from_step, "to_step": to_step, "threshold": threshold}
-    if before is None:
-        return {**out, "converged": None, "reason": "no trained rung at the start of the last doubling"}
-    start = dict(zip(before.get("seeds") or [], before.get("diffs") or []))
-    change = [d - start[s] for s, d in zip(after.get("seeds") or [], after.get("diffs") or []) if s in start]
-    if len(change) < 2:
-        return {**out, "converged": None, "reason": "fewer than two seeds at both rungs"}
-    lo, hi = numbers.t_interval(change, level(rules))
-    settled = True if -threshold < lo and hi < threshold else False if lo > threshold or hi < -threshold else None
-    return {**out, "change": float(np.mean(change)), "change_ci95": [lo, hi], "seeds": len(change),
-            "converged": settled, **({} if settled is not None else
-                                     {"reason": f"the change's interval [{lo:+.3g}, {hi:+.3g}] reaches across "
-                                                f"±{threshold:.3g}"})}
+def interval_reason(lo, hi, margin, level, unit=""):
+    """The report's one-line reason read off an interval (at `level`) in the claim's unit: where it
+    lies against the margin (where_interval_lies), so that the words never contradict the figures."""
+    where = where_interval_lies(lo, hi, margin).replace(f"{margin:.3g}", f"{margin:.3g}{unit}")
+    return f"{percent(level)} interval {lo:+.3g} to {hi:+.3g}{unit} {where}"
+
+
+def one_more_doubling(c, ends):
+    """Whether a contrast keeps its verdict one more doubling of steps on: per seed, its effect d at
+    the rung it is read at, extrapolated by its change over the last doubling, d + (d - d_start)
+    (d_start from the arms' figures where that doubling starts, `ends`: ladder.last_doubling), and
+    decided by the claim's rule at the contrast's own level. Settled when the extrapolated effect
+    gives the verdict the measured one gives on the same seeds. None where either arm, or fewer
+    than two seeds, were measured at both ends."""
+    a, b = ends.get(c["a"]), ends.get(c["b"])
+    if a is None or b is None or not c.get("diffs"):
+        return None
+    sign = -1 if c.get("direction") == "less" else 1
+    start = {s: sign * (a["before"][s] - b["before"][s]) for s in c["seeds"] if s in a["before"] and s in b["before"]}
+    pairs = [(d, start[s]) for s, d in zip(c["seeds"], c["diffs"]) if s in start]
+    if len(pairs) < 2:
+        return None
+    alpha = (1 - c["level"]) / 2
+    measured = [d for d, _ in pairs]
+    change, ahead = [d - d0 for d, d0 in pairs], [2 * d - d0 for d, d0 in pairs]
+    now = contrast_verdict(measured, c["margin"], c.get("direction"), alpha)
+    then = contrast_verdict(ahead, c["margin"], c.get("direction"), alpha)
+    return {"b": c["b"], "from_step": a["from_step"], "to_step": a["to_step"], "seeds": len(pairs),
+            "change": float(np.mean(change)), "change_interval": numbers.t_interval(change, c["level"]),
+            "ahead": float(np.mean(ahead)), "ahead_interval": numbers.t_interval(ahead, c["level"]),
+            "verdict_now": now, "verdict_ahead": then, "settled": now == then}
+
+
+def doubling_text(move, scale=1.0, unit=""):
+    """A contrast's move over its last doubling and where one more takes it, in the claim's unit."""
+    interval = lambda lo, hi: f"[{lo * scale:+.3g}, {hi * scale:+.3g}]{unit}"
+    return (f"the effect moved {move['change'] * scale:+.3g} {interval(*move['change_interval'])} over the last "
+            f"doubling ({move['from_step']:,} to {move['to_step']:,} steps), and one more at that pace gives "
+            f"{move['ahead'] * scale:+.3g} {interval(*move['ahead_interval'])}: {move['verdict_ahead']}")
 
 
 # ---------------------------------------------------------------- a reconstruction's free parameter
@@ -550,15 +587,20 @@ P_OF = {REPRODUCED: "p_reproduced", CONTRADICTED: "p_contradicted", NO_EFFECT: "
 
 
 def claim_p(verdict, contrasts):
-    """The one p-value of a decided claim for the screen (module docstring), or None."""
+    """The one p-value of a judged claim for the screen: the p of the test behind its verdict, read
+    on the legs that decided it (a claim of no meaningful effect on its legs without meaningful
+    effect, not on a leg left undecided beside them; the weakest of them, or of every leg of a
+    reproduced claim, which all must hold); for an inconclusive claim the smallest of its legs'
+    three tests. None without a tested leg."""
     tested = [c for c in contrasts if c.get("p_reproduced") is not None]
     if not tested or verdict not in (*P_OF, INCONCLUSIVE):
         return None
     if verdict == INCONCLUSIVE:
         return min(min(c["p_reproduced"], c["p_contradicted"], c["p_equivalent"]) for c in tested)
+    deciding = [c for c in tested if c.get("verdict") == verdict] or tested
     if verdict == CONTRADICTED:
-        return min(c["p_contradicted"] for c in tested)
-    return max(c[P_OF[verdict]] for c in tested)
+        return min(c["p_contradicted"] for c in deciding)
+    return max(c[P_OF[verdict]] for c in deciding)
 
 
 def bh(pvalues):

@@ -15,9 +15,9 @@ from pathlib import Path
 from ..judge.judge import summary
 from ..judge.measure import in_path_form
 from ..judge.record import as_dicts, read_claims
-from ..judge.sequential import level_text
 from ..judge.verdicts import (CONTRADICTED, DECIDED, INCONCLUSIVE, JUDGED, MAGNITUDES, NO_EFFECT, NOT_TESTABLE,
-                              NOT_TESTED, ORIGINS, REPRODUCED, VERDICTS, interval_reason, level_label, rank)
+                              NOT_TESTED, ORIGINS, REPRODUCED, VERDICTS, interval_reason, level_label, percent,
+                              rank)
 
 LORE = [   # (claim id, study): the questions the repository exists for, in the order the first screen asks them
     ("simclr-temperature", "SimCLR temperature"),
@@ -98,7 +98,8 @@ def effect_of(claim, c):
     scale, unit = scale_unit(claim)
     lo, hi, margin = (number(v) for v in (*ci, c.get("margin")))
     times = lambda v: None if v is None else scale * v
-    return {"mean": scale * mean, "lo": times(lo), "hi": times(hi), "margin": times(margin), "unit": unit}
+    return {"mean": scale * mean, "lo": times(lo), "hi": times(hi), "margin": times(margin), "unit": unit,
+            "level": number(c.get("level"))}
 
 
 def published_effect(claim, i=0):
@@ -206,24 +207,27 @@ def magnitude_text(claim):
 
 
 def reason(claim):
-    """One line on why the verdict is what it is (an interval at the level its look decided at),
-    with what the interval says of the published effect; a claim with several legs (contrasts) gives
-    each leg's verdict and reason."""
+    """One line on why the verdict is what it is (an interval at the level its look decided at, in
+    words read off its figures), with what the interval says of the published effect; a verdict the
+    convergence rule held says so first; a claim with several legs (contrasts) gives each leg's
+    verdict and reason."""
     legs = contrasts(claim)
-    before = (claim.get("convergence") or {}).get("reason") if (claim.get("convergence") or {}).get("arms_moving") \
-        else None          # a contradiction read before its arms settled: why it is not one
+    conv = claim.get("convergence") or {}
+    before = f"held by the convergence rule: its interval gives {conv['held']}, but {conv['reason']}" \
+        if conv.get("held") else None
     if len(legs) > 1 and claim["verdict"] in JUDGED:
-        return "; ".join(filter(None, [before, *(f"against {c['b']}: {c['verdict']}, {_why(claim, c, c['verdict'])}"
+        return "; ".join(filter(None, [before, *(f"against {c['b']}: {c['verdict']}, {_why(claim, c)}"
                                                  for c in legs)]))
-    return "; ".join(filter(None, [before, _why(claim, claim.get("contrast") or {}, claim["verdict"])]))
+    return "; ".join(filter(None, [before, _why(claim, claim.get("contrast") or {})]))
 
 
-def _why(claim, c, v):
-    """The reason of one contrast `c` with verdict `v`, with its published answer (verdicts.py)."""
+def _why(claim, c):
+    """The reason of one contrast `c`, with its published answer (verdicts.py): where its interval
+    lies (decided by it), or its own reason where the interval did not decide it."""
     effect = effect_of(claim, c)
-    if effect and effect["lo"] is not None and effect["margin"] and v in JUDGED:
-        args = (effect["lo"], effect["hi"], effect["margin"], c["level"], effect["unit"], c.get("direction"))
-        why = interval_reason(v, *args) if v in DECIDED else c.get("reason") or interval_reason(v, *args)
+    if effect and effect["lo"] is not None and effect["margin"] and c.get("verdict") in JUDGED:
+        where = interval_reason(effect["lo"], effect["hi"], effect["margin"], c["level"], effect["unit"])
+        why = where if c["verdict"] in DECIDED else c.get("reason") or where
         return "; ".join(filter(None, [why, c.get("published_answer")]))
     if c.get("reason") and c is not claim.get("contrast"):
         return c["reason"]
@@ -308,10 +312,7 @@ def replication_summary(claims, scale, cost):
     found = counts(claims)["literature"]
     rows = lore(claims)
     named = lambda *verdicts: ", ".join(study for study, c in rows if c["verdict"] in verdicts) or "none"
-    literature = [c for c in claims if origin(c) == "literature"]
-    untestable = sum(c["verdict"] == NOT_TESTABLE for c in literature)
-    open_ = sum(c["verdict"] == INCONCLUSIVE for c in literature)
-    moving = sum("not converged" in labels(c) for c in literature)
+    untestable = found["verdicts"].get(NOT_TESTABLE, 0)
     stages = (f"; the {cost['stages']} stages, run one at a time, took {cost['stage_minutes']:.0f} minutes of wall "
               "time" if cost.get("stage_minutes") is not None else "")
     return (f"Scope: {found['claims']} published claims about contrastive learning, {len(rows)} of them central "
@@ -320,8 +321,9 @@ def replication_summary(claims, scale, cost):
             f"{NOT_TESTABLE} {named(NOT_TESTABLE, NOT_TESTED)}. Compute: "
             f"{cost['pretrain']:,.0f} CPU-minutes of pretraining and {cost['evaluate']:,.0f} of evaluation over "
             f"{cost['runs']} runs on {', '.join(cost['cpus']) or 'an unrecorded CPU'}{stages}. Hard: {untestable} "
-            f"claims could not be tested because an arm they need did not train in miniature, {open_} intervals "
-            f"still reach across their margin, and {moving} verdicts rest on arms still moving at the top rung.")
+            f"claims could not be tested because an arm they need did not train in miniature, "
+            f"{found['intervals_across_margin']} intervals still reach across their margin, and "
+            f"{found['not_converged']} verdicts were read before their effect settled (not converged).")
 
 
 def by_verdict(claims):
@@ -368,12 +370,14 @@ def sig(x, digits=4):
 
 
 def effect_text(effect):
-    """'+6.47 points [+5.29, +7.65]' for an effect of our_effect, '–' for None."""
+    """'+6.47 points [+5.29, +7.65] (97.7%)' for an effect of our_effect, its interval at the level of
+    the look that decided it where the contrast records one; '–' for None."""
     if not effect:
         return "–"
     interval = (f" [{effect['lo']:+.3g}, {effect['hi']:+.3g}]" if effect["lo"] is not None and effect["hi"] is not None
                 else "")
-    return f"{effect['mean']:+.3g}{effect['unit']}{interval}"
+    level = f" ({percent(effect['level'])})" if interval and effect.get("level") else ""
+    return f"{effect['mean']:+.3g}{effect['unit']}{interval}{level}"
 
 
 def arm_text(arm):
@@ -426,10 +430,10 @@ def published_setting(claim):
 
 
 def ours_heading(rules):
-    """The title of the column that shows ours: its interval at the level that decided (the registry's
-    `rules`, or under a sequential design each look's)."""
-    levels = level_text(rules)
-    return f"ours [interval: {levels}]" if rules.get("sequential") else f"ours [{levels} interval]"
+    """The title of the column that shows ours; each interval names its own level (effect_text):
+    under a sequential design each look decides at its own."""
+    return "ours [interval, at the level of the look that decided it]" if rules.get("sequential") \
+        else f"ours [{level_label(rules)} interval]"
 
 
 def ours(claim):

@@ -165,16 +165,20 @@ def derived_facts(results_root="results", resolved_root="resolved"):
     """Facts of the run that no single resolved value holds, for {derived:name} placeholders:
     precision: every pretraining run's arithmetic, as its record says (fp32 where a record predates
     the field: the first registered run trained in fp32 only);
+    learning_rates: each method's learning rates as its runs recorded them (learning_rates);
     train_images, classes: the reference arm's training set (from its run records);
     epochs: the reference arm's top rung in passes over that set (steps x batch / train_images);
     and MoCo's horizons (horizon_facts). A fact the files cannot give is left out (a placeholder
     naming it is then an error)."""
     file, condition = REFERENCE_ARM
     facts = horizon_facts(resolved_root)
-    precisions = {json.loads(path.read_text()).get("precision", "fp32")
-                  for path in Path(results_root, "pretrain").glob("*/*/seed_*.json")}
+    trained = [json.loads(path.read_text()) for path in Path(results_root, "pretrain").glob("*/*/seed_*.json")]
+    precisions = {r.get("precision", "fp32") for r in trained}
     if precisions:
         facts["precision"] = " and ".join(sorted(precisions))
+    rates = learning_rates(trained)
+    if rates:
+        facts["learning_rates"] = rates
     records = sorted(Path(results_root, file, condition).glob("seed_*.json"))
     if records:
         record = json.loads(records[0].read_text())
@@ -182,6 +186,21 @@ def derived_facts(results_root="results", resolved_root="resolved"):
         facts.update(train_images=record["n_data"], classes=record["n_classes"],
                      epochs=round(max([cfg["steps"], *cfg.get("ladder", [])]) * cfg["batch"] / record["n_data"], 1))
     return facts
+
+
+def learning_rates(trained):
+    """Each method's learning rates as its pretraining records say they trained (lr_used: the tuned
+    rate, scaled where a batch study scales it), a method with another loss named with it:
+    'moco 0.0003 / 0.000707; simclr 0.00267 / 0.00534; simclr with logistic 0.003'."""
+    rates = {}
+    for record in trained:
+        cfg = record.get("config") or {}
+        if record.get("lr_used") is None or "method" not in cfg:
+            continue
+        loss = cfg.get("loss") or "nt_xent"
+        name = cfg["method"] + ("" if loss == "nt_xent" else f" with {loss}")
+        rates.setdefault(name, set()).add(float(f"{record['lr_used']:.3g}"))
+    return "; ".join(f"{name} {' / '.join(f'{v:g}' for v in sorted(values))}" for name, values in sorted(rates.items()))
 
 
 HORIZON_ARMS = {"moco": ("pretrain/moco_momentum", "moco_m0999"), "mocov2": ("pretrain/simclr_mocov2", "mocov2")}

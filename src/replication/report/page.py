@@ -10,7 +10,7 @@ from . import claims_view as rc
 from .claims_view import slug
 from ..judge.registration import amends, path_of
 from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, JUDGED, MAGNITUDES, NO_EFFECT, RULED_OUT, SHAPE, TREND_RULES,
-                              level_label, rank, verdict_rules)
+                              doubling_text, level_label, rank, verdict_rules)
 from ..judge.sequential import level_text
 
 DOCUMENTS = [   # the three source documents, by their titles
@@ -71,8 +71,9 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
                  "second float realisation showed)"),
     ("amended", "a verdict rule changed after results were seen; shown with what changed, why, and the verdict "
                 "before → after"),
-    ("post hoc", "amended after the current run's registration (analysis/registration.json; run n's: "
-                 "registration_n.json) froze the rules"),
+    ("post hoc", "a rule amended after the current run's registration (analysis/registration.json; run n's: "
+                 "registration_n.json) moved the verdict on the same results; shown beside the verdict the "
+                 "registered rule gives. A verdict moved by the registered run's later seeds is the data's"),
     ("calibrated", "a setting fixed against the figure under test; such a figure is not counted as judged"),
     ("robust", "the verdict holds under every registered alternative analysis (other probes, rungs, compute bases)"),
     ("depends on: …", "the verdict weakens under the named alternative (probe, rung or basis)"),
@@ -89,7 +90,8 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
     (MAGNITUDE_TERM, "where the published effect lies "
      "against our interval: inside it, below it (ours larger) or above it (ours smaller)"),
     ("realisation", "the figure rests on realisations of one seed rather than on independent seeds"),
-    ("not converged", "an arm still moved by more than the registered threshold between the last two rungs"),
+    ("not converged", "the effect, carried one more doubling of steps by its change over the last one, gives "
+                      "another verdict; a decided verdict is then held inconclusive"),
     ("q (BH)", "Benjamini-Hochberg q-value over the registry: shown as a screen, decides nothing"),
     ("–", "a value that does not exist for this claim (never measured, or not applicable)"),
 ]
@@ -335,13 +337,16 @@ def robustness_table(claim):
 
 
 def convergence_text(claim):
+    """The convergence rule's reading: each deciding contrast over its last doubling and one more on,
+    then each arm's own move (descriptive)."""
     conv = claim.get("convergence") or {}
-    arms = conv.get("arms") or {}
-    if not arms:
+    scale, unit = rc.scale_unit(claim)
+    parts = [f"against {m['b']}: {doubling_text(m, scale, unit)}" for m in conv.get("contrasts") or []]
+    parts += [f"{name} {a['moved']}" for name, a in (conv.get("arms") or {}).items()]
+    if not parts:
         return esc(conv.get("reason")) if conv.get("reason") else None
-    return "; ".join(f"{esc(name)}: {'converged' if a.get('converged') else 'not converged'} (moved "
-                     f"{esc(rc.sig(a.get('move', a.get('gain')), 3))} from {esc(a.get('from_step'))} to "
-                     f"{esc(a.get('to_step'))} steps)" for name, a in arms.items())
+    held = f"held: its interval gives {conv['held']}; " if conv.get("held") else ""
+    return esc(held + "; ".join(parts))
 
 
 def rung_steps(rung):
@@ -451,6 +456,8 @@ def post_registration_table(claims, run=1):
         late += [{"date": change["date"], "what": f"the registry-wide rule change above: {change['what']}",
                   "why": "a rule of the registration replaced after results were seen"}
                  for change in c.get("rules_amended") or []]
+        late += [{"date": "", "what": f"moved by the data, not a rule: {move['before']} → {move['after']} with "
+                  f"{move['by']}", "why": "registered before the run"} for move in c.get("moved_by_data") or []]
         if not late and "frozen_verdict" not in c:
             continue
         frozen = badge(c["frozen_verdict"]) if c.get("frozen_verdict") else "– (not registered: a claim new since)"
@@ -459,9 +466,10 @@ def post_registration_table(claims, run=1):
         rows.append(f"<tr><td>{link(c)}</td><td>{what}</td><td>{verdict_badge(c)}</td><td>{frozen}</td></tr>")
     if not rows:
         return "<p>No rule has been amended since the registration.</p>"
-    moved = sum(c.get("frozen_verdict") not in (None, c["verdict"]) for c in claims)
-    return (f"<details class='deviations'><summary>{len(rows)} claims amended after the registration, each judged by "
-            f"its current rule and by the rule as registered; {moved} verdicts differ</summary>"
+    moved = rc.counts(claims)["labels"]["post_hoc"]          # a rule moved them on the same results
+    return (f"<details class='deviations'><summary>{len(rows)} claims amended after the registration, or moved since "
+            f"it, each judged by its current rule and by the rule as registered; {moved} verdicts differ (post hoc)"
+            "</summary>"
             "<table class='post-registration'><tr><th>claim</th><th>amendment</th>"
             "<th>verdict now</th><th>verdict under the registered rule</th></tr>" + "".join(rows) + "</table></details>")
 
