@@ -23,6 +23,7 @@ from pathlib import Path
 
 from replication.io import require_inside
 from replication.judge.registration import RegistrationError, unregistered_changes
+from tools.check import INSIDE
 from tools.repro import MISSING, read_lock, recorded, stage_status
 
 CODE = ("src/", "experiments/", "analysis/", "tools/")
@@ -86,7 +87,7 @@ def relock(stages):
 
 
 def main(argv):
-    require_inside()
+    require_inside(INSIDE)          # it writes dvc.lock
     try:
         registered = unregistered_changes()
     except RegistrationError as e:

@@ -33,10 +33,11 @@ from pathlib import Path
 import psutil
 import yaml
 
+from replication.committed import FileError, read_stage_times
 from replication.io import load_yaml, require_inside
+from tools.check import INSIDE
 
 MISSING = {"deleted", "not in cache"}
-STAGE_TIMES = "reports/stage_times.json"
 RUN_COST = "reports/pilot/run_cost.json"     # tools.run_cost: the registered run's estimate
 SUMMARY = "reports/summary.json"
 
@@ -300,9 +301,9 @@ def report_status(status, lock, times):
 
 
 def main(argv):
-    require_inside()
+    require_inside(INSIDE)          # DVC writes dvc.lock, and reads analysis/stage_two.yaml
     if "--status" in argv:
-        times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+        times = read_stage_times()
         report_status(stage_status(), read_lock(), times)
         return 0
     if any(arg.startswith("--set=") for arg in argv):       # `make exp SET=...`: its words, split here
@@ -312,7 +313,7 @@ def main(argv):
         return experiment(sets, "--retrain" in argv)
     resolved = run_resolve()
     status, lock = stage_status(), read_lock()
-    times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+    times = read_stage_times()
     stale, retrain = plan(status, lock)
     in_progress = registered_run_in_progress()
     if in_progress and stale and "--retrain" not in argv:
@@ -404,7 +405,7 @@ def experiment(sets, retrain_allowed):
     """`dvc exp run -S ...` only when it retrains nothing this clone lacks, or when asked to."""
     shown = " ".join(f"SET={s}" for s in sets)
     stale, retrain = plan_experiment(sets)
-    times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+    times = read_stage_times()
     if retrain and not retrain_allowed:
         named, total = minutes(retrain, times)
         print(f"`make exp {shown}` would retrain what this clone lacks: {named}, about {total:.0f} minutes; "
@@ -434,3 +435,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         raise SystemExit(130) from None
+    except FileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
