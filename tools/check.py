@@ -6,6 +6,8 @@ without end). The first problem is one line on stderr and exit status 2; nothing
 
 - no file that the pipeline or a make entry reads or writes leads out of the repository through a
   symlink (replication.io.inside): the pipeline's folders, and dvc.yaml, dvc.lock, README.md, analysis/;
+- no other make entry is running in this clone, and what a killed one left changed is put back first
+  (tools/workspace.py);
 - params.yaml passes the config check, device: cuda only where torch sees a GPU (replication.run.config);
 - analysis/stage_two.yaml passes the same YAML checks, its types and the one name pattern
   (replication.run.stage_two.read_selection);
@@ -18,12 +20,14 @@ from replication.committed import FileError, check_committed
 from replication.io import PIPELINE, require_inside
 from replication.run.config import ParamsError, load_params
 from replication.run.stage_two import read_selection
+from tools.workspace import one_at_a_time
 
 INSIDE = (*PIPELINE, "dvc.yaml", "dvc.lock", "README.md", "analysis")   # what DVC and the tools read or write
 
 
 def main():
     require_inside(INSIDE)
+    one_at_a_time()                 # none while another make entry changes the workspace; after a killed one, put back
     params = load_params()
     try:
         read_selection()

@@ -35,7 +35,8 @@ from replication.committed import FileError, read_stage_times
 from replication.io import cpu_model, require_inside, write_json
 from replication.run.config import NAME
 from tools.check import INSIDE
-from tools.repro import INTERRUPTED, stop
+from tools.repro import interrupted, stop
+from tools.workspace import one_at_a_time, signals_stop
 
 RECORD = "reports/repro_timing.json"
 STAGE_RECORD = "reports/stage_times.json"
@@ -91,7 +92,9 @@ def stage_refusal(argv, every_stage):
 
 
 def main(argv):
+    signals_stop()                  # SIGTERM and SIGHUP stop it as Ctrl-C does
     require_inside(INSIDE)          # DVC writes dvc.lock
+    one_at_a_time()
     try:
         read_stage_times()          # a damaged record refused now, not after hours of a stage
     except FileError as e:
@@ -170,6 +173,6 @@ def stage_precision(stage, resolved="resolved"):
 if __name__ == "__main__":
     try:
         raise SystemExit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        print(f"{INTERRUPTED}; no time recorded", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"{interrupted(e)}; no time recorded", file=sys.stderr)
         raise SystemExit(130) from None
