@@ -38,16 +38,20 @@ except KeyboardInterrupt:
 
 @pytest.fixture
 def tree(tmp_path):
+    return stand_in_tree(tmp_path, FAKE_DVC)
+
+
+def stand_in_tree(folder, fake_dvc):
     """The Makefile and params.yaml, with this interpreter as .venv/bin/python and DVC's stand-in."""
     for name in ("Makefile", "params.yaml"):
-        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
-    bin_dir = tmp_path / ".venv" / "bin"
+        (folder / name).write_bytes((ROOT / name).read_bytes())
+    bin_dir = folder / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    (bin_dir / "dvc").write_text(FAKE_DVC)
+    (bin_dir / "dvc").write_text(fake_dvc)
     for script in bin_dir.iterdir():
         script.chmod(0o755)
-    return tmp_path
+    return folder
 
 
 def own_make_env(**extra):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_make_entries import files, own_make_env, session
+from test_make_entries import files, own_make_env, session, stand_in_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,20 +36,11 @@ raise SystemExit(child.wait())
 
 @pytest.fixture
 def tree(tmp_path):
-    """The Makefile, params.yaml, a dvc.lock and resolved/, this interpreter as .venv/bin/python and
-    DVC's stand-in."""
-    for name in ("Makefile", "params.yaml"):
-        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    """test_make_entries' tree with a dvc.lock and resolved/, and this file's stand-in for DVC."""
     (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
     (tmp_path / "resolved").mkdir()
     (tmp_path / "resolved" / "evaluate.json").write_text('{"probe_steps": 300}')
-    bin_dir = tmp_path / ".venv" / "bin"
-    bin_dir.mkdir(parents=True)
-    (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    (bin_dir / "dvc").write_text(FAKE_DVC)
-    for script in bin_dir.iterdir():
-        script.chmod(0o755)
-    return tmp_path
+    return stand_in_tree(tmp_path, FAKE_DVC)
 
 
 def make(tree, *args):
