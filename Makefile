@@ -8,13 +8,15 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 # STAGE and SET reach the shell only as environment variables ("$$STAGE"), never as recipe text: a
-# value such as `x;touch FILE` stays one argument, which the tools check.
+# value such as `x;touch FILE` stays one argument, which the tools check. So does the repository's
+# own path ("$$PWD", never $(CURDIR) in a recipe): a clone in a folder named `p $(touch FILE) q` runs nothing.
 export STAGE SET
 
-# Before anything reads params.yaml (every DVC command does: dvc.yaml's foreach is read from it): no file
-# the pipeline reads or writes leads out of the repository through a symlink (replication/io.py), and
-# params.yaml's values pass the config check (DVC's own YAML reader expands an alias bomb without end).
-CHECK := $(BIN)/python -m replication.io && $(BIN)/python -m replication.run.config params.yaml
+# Before anything reads params.yaml or analysis/stage_two.yaml (every DVC command does: dvc.yaml's
+# foreach and vars): no file the pipeline or a tool reads or writes leads out of the repository through
+# a symlink, both files pass the config check (DVC's own YAML reader expands an alias bomb without end),
+# and the committed results parse, their times in range (tools/check.py).
+CHECK := $(BIN)/python -m tools.check
 
 .PHONY: setup repro exp status repro-all repro-stage relock compare readme smoke bench test test-fast browser clean-venv
 
@@ -32,7 +34,7 @@ repro: setup
 	$(CHECK)
 	$(BIN)/python -m tools.repro $(if $(RETRAIN),--retrain)
 	$(BIN)/python -m tools.readme
-	@echo "Report: $(CURDIR)/reports/report.html"
+	@echo "Report: $$PWD/reports/report.html"
 
 # An experiment behind the same guard: `make exp SET=evaluate.probe_steps=1000` (several: SET="a=1 b=2")
 # plans `dvc exp run -S` with params.yaml put back afterwards, and runs it only when it retrains
@@ -52,7 +54,7 @@ repro-all: setup
 	$(CHECK)
 	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f
 	$(BIN)/python -m tools.readme
-	@echo "Report: $(CURDIR)/reports/report.html; compare with the committed results: make compare"
+	@echo "Report: $$PWD/reports/report.html; compare with the committed results: make compare"
 
 # One stage from scratch (dvc repro -f -s), timed into reports/stage_times.json with this CPU's
 # model: a long run done stage by stage, e.g. `make repro-stage STAGE=pretrain@head` (`dvc stage list`

@@ -38,16 +38,20 @@ except KeyboardInterrupt:
 
 @pytest.fixture
 def tree(tmp_path):
+    return stand_in_tree(tmp_path, FAKE_DVC)
+
+
+def stand_in_tree(folder, fake_dvc):
     """The Makefile and params.yaml, with this interpreter as .venv/bin/python and DVC's stand-in."""
     for name in ("Makefile", "params.yaml"):
-        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
-    bin_dir = tmp_path / ".venv" / "bin"
+        (folder / name).write_bytes((ROOT / name).read_bytes())
+    bin_dir = folder / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    (bin_dir / "dvc").write_text(FAKE_DVC)
+    (bin_dir / "dvc").write_text(fake_dvc)
     for script in bin_dir.iterdir():
         script.chmod(0o755)
-    return tmp_path
+    return folder
 
 
 def own_make_env(**extra):
@@ -68,10 +72,11 @@ def files(tree):
 
 @pytest.mark.parametrize("entry", DVC_ENTRIES)
 def test_every_entry_that_runs_dvc_checks_first(entry):
-    """`make -n`: the entry's first command is the check (paths inside the repository, then params.yaml)."""
+    """`make -n`: the entry's first command is the check (tools/check.py: paths inside the repository,
+    params.yaml, analysis/stage_two.yaml, the committed results)."""
     shown = subprocess.run(["make", "-n", "-o", ".venv/.installed", entry, "STAGE=x", "SET=a=1"], cwd=ROOT,
                            env=own_make_env(), capture_output=True, text=True, check=True).stdout.splitlines()
-    assert re.search(r"python -m replication\.io && \S+python -m replication\.run\.config params\.yaml$", shown[0]), shown
+    assert re.search(r"^\S+python -m tools\.check$", shown[0]), shown
 
 
 @pytest.mark.parametrize("variable,value,said", [

@@ -85,7 +85,7 @@ def test_a_bad_selection_is_one_line_naming_its_key(stage_one, seeds, studies, n
     ("stage_two:\n  seeds: [-1]\n  studies: {}\n", "stage_two.seeds.0"),
     ("stage_two:\n  seeds: [5]\n  studies: {x_stage2: [simclr]}\n", "stage_two.studies.x_stage2"),
     ("seeds: [5]\n", "expected one key, stage_two"),
-    ("stage_two: [\n", "not YAML"),
+    ("stage_two: [\n", "not valid YAML at line 2"),
 ])
 def test_a_malformed_file_is_one_line_naming_it(tmp_path, text, named):
     (tmp_path / "s.yaml").write_text(text)

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import yaml
 
+from replication.committed import FileError, read_training
 from replication.io import load_yaml, require_inside
 from replication.judge.measure import in_path_form
 from replication.judge.record import RecordError, as_dicts, read_claims
@@ -301,7 +302,7 @@ def arm_costs(old, root="."):
             if name in old:
                 continue
             steps = max([cfg["steps"], *cfg["ladder"]])
-            records = [json.loads(p.read_text())
+            records = [read_training(p)
                        for p in sorted(Path(root, "results/pretrain", resolved.stem, name).glob("seed_*.json"))]
             cpus = ", ".join(sorted({r.get("cpu", "?") for r in records})) or "not run yet"
             rows.append((name, resolved.stem, f"{steps:,} x {cfg['batch']}", steps * cfg["batch"] * len(study["seeds"]),
@@ -339,5 +340,5 @@ def main(argv):
 if __name__ == "__main__":
     try:
         raise SystemExit(main(sys.argv[1:]))
-    except RecordError as e:
+    except (RecordError, FileError) as e:
         raise SystemExit(f"error: {e}") from None

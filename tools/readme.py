@@ -10,7 +10,6 @@ reports/benchmarks/*.json, written by `make bench`.
 """
 import datetime
 import glob
-import json
 import re
 import subprocess
 import sys
@@ -18,16 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
-from replication.io import require_inside
+from replication.committed import FileError, read_json, read_stage_times, read_training
+from replication.io import WriteError, atomic_path, require_inside
 from replication.judge.record import CLAIMS, RecordError, as_dicts, read_claims
 from replication.report.claims_view import counts_text
 from replication.report.headroom import headroom
 from replication.report.deviations import REFERENCE_ARM
+from tools.check import INSIDE
 from tools.timing import RECORD as TIMING, TRAINING
 
 
 def _load(path):
-    return json.loads(Path(path).read_text()) if Path(path).exists() else None
+    return read_json(path) if Path(path).exists() else None
 
 
 def measured(record, path):
@@ -76,7 +77,7 @@ def figures_block():
         lines.append(f"- Every stage from scratch in one go (`{timing['command']}`, {timing['profile']} profile, "
                      f"{stages} stages): {timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured "
                      f"{timing['date']}{earlier}.")
-    by_stage = _load("reports/stage_times.json")
+    by_stage = read_stage_times()
     if by_stage:
         run = max((r.get("run") or 0 for r in by_stage.values()), default=0)
         done = [name for name in every if name in by_stage and (by_stage[name].get("run") or 0) == run]
@@ -90,8 +91,8 @@ def figures_block():
                      f"summed over {len(done)} of {len(every)} stages ({cpus}; training in {precisions}; "
                      f"{sum(by_stage[n]['seconds_in_dvc'] for n in done) / 60:.1f} minutes of it in DVC); the "
                      f"longest stage, {longest}, {by_stage[longest]['seconds'] / 60:.1f} minutes.")
-    runs = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/pretrain/*/simclr/seed_*.json"))]
-    evals = [json.loads(Path(p).read_text()) for p in sorted(glob.glob("results/evaluate/*/simclr/seed_*.json"))]
+    runs = [read_training(p) for p in sorted(glob.glob("results/pretrain/*/simclr/seed_*.json"))]
+    evals = [read_json(p) for p in sorted(glob.glob("results/evaluate/*/simclr/seed_*.json"))]
     ok = [e for e in evals if e["status"] == "ok"]
     if ok and runs:
         config = runs[0]["config"]
@@ -251,7 +252,7 @@ def render(text):
 
 
 def main(argv):
-    require_inside()
+    require_inside(INSIDE)
     readme = Path("README.md")
     current = readme.read_text()
     updated = render(current)
@@ -260,12 +261,13 @@ def main(argv):
             print("README.md is out of date with the pipeline's files: run `make readme`", file=sys.stderr)
             return 1
         return 0
-    readme.write_text(updated)
+    with atomic_path(readme) as tmp:      # never through a link: inside() refuses one out of the repository
+        tmp.write_text(updated)
     return 0
 
 
 if __name__ == "__main__":
     try:
         raise SystemExit(main(sys.argv[1:]))
-    except RecordError as e:
+    except (RecordError, FileError, WriteError) as e:
         raise SystemExit(f"error: {e}") from None

@@ -23,7 +23,9 @@ from pathlib import Path
 
 from replication.io import require_inside
 from replication.judge.registration import RegistrationError, unregistered_changes
+from tools.check import INSIDE
 from tools.repro import MISSING, read_lock, recorded, stage_status
+from tools.workspace import one_at_a_time
 
 CODE = ("src/", "experiments/", "analysis/", "tools/")
 
@@ -86,7 +88,8 @@ def relock(stages):
 
 
 def main(argv):
-    require_inside()
+    require_inside(INSIDE)          # it writes dvc.lock
+    one_at_a_time()
     try:
         registered = unregistered_changes()
     except RegistrationError as e:

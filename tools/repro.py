@@ -33,10 +33,12 @@ from pathlib import Path
 import psutil
 import yaml
 
+from replication.committed import FileError, read_stage_times
 from replication.io import load_yaml, require_inside
+from tools.check import INSIDE
+from tools.workspace import Stopped, one_at_a_time, saved, signals_stop
 
 MISSING = {"deleted", "not in cache"}
-STAGE_TIMES = "reports/stage_times.json"
 RUN_COST = "reports/pilot/run_cost.json"     # tools.run_cost: the registered run's estimate
 SUMMARY = "reports/summary.json"
 
@@ -45,12 +47,19 @@ INTERRUPTED = ("interrupted (Ctrl-C): stopped, DVC with it; every output keeps i
                "one (`make status` says what is stale)")
 
 
+def interrupted(e):
+    """The one line for Ctrl-C, or for SIGTERM or SIGHUP (Stopped)."""
+    return INTERRUPTED.replace("Ctrl-C", str(e)) if isinstance(e, Stopped) else INTERRUPTED
+
+
 def stop(process, grace=30):
     """After Ctrl-C: let `process` and the processes it started (DVC and its stage) finish their own
     cleanup (a Ctrl-C at the terminal reached them too), forward the SIGINT to those still running
     a second later (only this process got it), and kill them only when they outlast `grace` seconds.
-    A second Ctrl-C meanwhile is ignored, so the cleanup that follows cannot stop halfway."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    A second Ctrl-C (or SIGTERM, SIGHUP) meanwhile is ignored, so the cleanup that follows cannot stop
+    halfway."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     try:
         family = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
     except psutil.Error:
@@ -300,9 +309,11 @@ def report_status(status, lock, times):
 
 
 def main(argv):
-    require_inside()
+    signals_stop()                  # SIGTERM and SIGHUP stop it as Ctrl-C does
+    require_inside(INSIDE)          # DVC writes dvc.lock, and reads analysis/stage_two.yaml
+    one_at_a_time()                 # one make entry at a time in this clone
     if "--status" in argv:
-        times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+        times = read_stage_times()
         report_status(stage_status(), read_lock(), times)
         return 0
     if any(arg.startswith("--set=") for arg in argv):       # `make exp SET=...`: its words, split here
@@ -312,7 +323,7 @@ def main(argv):
         return experiment(sets, "--retrain" in argv)
     resolved = run_resolve()
     status, lock = stage_status(), read_lock()
-    times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+    times = read_stage_times()
     stale, retrain = plan(status, lock)
     in_progress = registered_run_in_progress()
     if in_progress and stale and "--retrain" not in argv:
@@ -344,27 +355,6 @@ def main(argv):
 PUT_BACK = ("params.yaml", "dvc.lock", "resolved")
 
 
-def snapshot(paths):
-    """{file: bytes} of every file at `paths` (files or folders)."""
-    files = {}
-    for path in map(Path, paths):
-        for f in sorted(path.rglob("*")) if path.is_dir() else [path] if path.exists() else []:
-            if f.is_file():
-                files[f] = f.read_bytes()
-    return files
-
-
-def put_back(saved, paths):
-    """The files at `paths` exactly as `saved`: changed ones rewritten, new ones removed."""
-    for f, content in saved.items():
-        if not f.exists() or f.read_bytes() != content:
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_bytes(content)
-    for f in snapshot(paths):
-        if f not in saved:
-            f.unlink()
-
-
 def with_values(text, sets):
     """params.yaml's text with each KEY=VALUE applied (VALUE read as YAML, as `dvc exp run -S` does);
     for planning only: comments and anchors are not kept. A VALUE that is not plain YAML (a tag such
@@ -390,21 +380,20 @@ def with_values(text, sets):
 
 def plan_experiment(sets):
     """(stale, retrain) of the experiment, planned with its values applied to params.yaml, which,
-    resolved/ and dvc.lock are then put back as they were, whatever happens (an error, Ctrl-C)."""
-    saved = snapshot(PUT_BACK)
-    try:
-        Path("params.yaml").write_text(with_values(Path("params.yaml").read_text(), sets))
+    resolved/ and dvc.lock are then put back as they were, whatever happens (an error, Ctrl-C,
+    SIGTERM, SIGHUP; after SIGKILL, by the next make entry: tools/workspace.py)."""
+    text = with_values(Path("params.yaml").read_text(), sets)
+    with saved(PUT_BACK):
+        Path("params.yaml").write_text(text)
         run_resolve(quiet=True)
         return plan(stage_status(), read_lock())
-    finally:
-        put_back(saved, PUT_BACK)
 
 
 def experiment(sets, retrain_allowed):
     """`dvc exp run -S ...` only when it retrains nothing this clone lacks, or when asked to."""
     shown = " ".join(f"SET={s}" for s in sets)
     stale, retrain = plan_experiment(sets)
-    times = json.loads(Path(STAGE_TIMES).read_text()) if Path(STAGE_TIMES).exists() else {}
+    times = read_stage_times()
     if retrain and not retrain_allowed:
         named, total = minutes(retrain, times)
         print(f"`make exp {shown}` would retrain what this clone lacks: {named}, about {total:.0f} minutes; "
@@ -431,6 +420,9 @@ def _absent_note(absent):
 if __name__ == "__main__":
     try:
         raise SystemExit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(interrupted(e), file=sys.stderr)
         raise SystemExit(130) from None
+    except FileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -31,11 +31,16 @@ from pathlib import Path
 import psutil
 
 from contrastive.train import cpu_capabilities
+from replication.committed import FileError, read_stage_times
 from replication.io import cpu_model, require_inside, write_json
-from tools.repro import INTERRUPTED, stop
+from replication.run.config import NAME
+from tools.check import INSIDE
+from tools.repro import interrupted, stop
+from tools.workspace import one_at_a_time, signals_stop
 
 RECORD = "reports/repro_timing.json"
 STAGE_RECORD = "reports/stage_times.json"
+STAGE = re.compile(rf"{NAME.pattern}(@{NAME.pattern})?")     # a DVC stage: <kind> or <kind>@<study>
 SAMPLE_S = 0.1          # seconds between samples: finer costs a tenth of a core on 2 cores
 
 
@@ -81,13 +86,20 @@ def stage_refusal(argv, every_stage):
     if not stage:
         return ("error: STAGE is empty: name one stage, e.g. `make repro-stage STAGE=pretrain@head` (`dvc stage "
                 "list` names them; `make repro-all` runs every stage)")
-    if stage not in every_stage:
+    if not STAGE.fullmatch(stage) or stage not in every_stage:
         return f"error: STAGE={stage!r} is not a stage of dvc.yaml: `dvc stage list` names them"
     return None
 
 
 def main(argv):
-    require_inside()
+    signals_stop()                  # SIGTERM and SIGHUP stop it as Ctrl-C does
+    require_inside(INSIDE)          # DVC writes dvc.lock
+    one_at_a_time()
+    try:
+        read_stage_times()          # a damaged record refused now, not after hours of a stage
+    except FileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     every_stage = subprocess.run([argv[0], "stage", "list", "--name-only"], capture_output=True,
                                  text=True).stdout.split()
     if refusal := stage_refusal(argv, every_stage):
@@ -133,7 +145,7 @@ def record_stages(started, end, in_dvc, total, cpu):
     from replication.judge.registration import load
     registered = load()
     path = Path(STAGE_RECORD)
-    record = json.loads(path.read_text()) if path.exists() else {}
+    record = read_stage_times(path)
     names = list(started)
     ends = [started[n] for n in names[1:]] + [end]
     for name, finished in zip(names, ends):
@@ -161,6 +173,6 @@ def stage_precision(stage, resolved="resolved"):
 if __name__ == "__main__":
     try:
         raise SystemExit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        print(f"{INTERRUPTED}; no time recorded", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"{interrupted(e)}; no time recorded", file=sys.stderr)
         raise SystemExit(130) from None

@@ -47,6 +47,14 @@ MAX_LIST = 1_000                # seeds, rungs, temperatures, ... in one list
 MAX_RATE = 10                   # a learning rate: Adam's steps at 10 already throw every weight far off
 MAX_SPREAD = 100                # toy2d's noises: 100 sd of its N(0, I) class centres, all classes one blur
 MAX_INT = 2**63 - 1             # every integer: NumPy's and torch's int64
+# Floats: a temperature divides a cosine, so 1 / MIN_TAU = 500 is the largest logit, whose exp stays
+# finite in float64 (the documents' NumPy example; it overflows past 709); every profile's least is
+# 0.01 (the collapse floor), its largest 100 (the rows without l2 normalisation).
+MIN_TAU, MAX_TAU = 0.002, 1_000
+MAX_WEIGHT = 100                # a loss term's or penalty's weight (lam, probe_l2), a critic's scale
+MAX_MARGIN = 100                # a margin, in squared distance (unit vectors are at most 4 apart)
+MAX_NATS = 100                  # a tolerance in nats (the InfoNCE bound's log K is at most 14 here)
+MAX_KAPPA = 10_000              # a von Mises-Fisher concentration: a spread of 0.01 rad at most
 
 
 def _at_most(bound, why):
@@ -58,7 +66,11 @@ def _at_most(bound, why):
     return AfterValidator(check)
 
 
-PositiveFloat = Annotated[float, Field(gt=0)]
+Temperature = Annotated[float, Field(ge=MIN_TAU, le=MAX_TAU)]
+Temperatures = Annotated[list[Temperature], Field(min_length=1, max_length=MAX_LIST)]
+Weight = Annotated[float, Field(gt=0), _at_most(MAX_WEIGHT, "MAX_WEIGHT in run/config.py: the other terms vanish beside it")]
+Nats = Annotated[float, Field(gt=0), _at_most(MAX_NATS, "MAX_NATS in run/config.py: far above log K of any batch")]
+Kappa = Annotated[float, Field(gt=0), _at_most(MAX_KAPPA, "MAX_KAPPA in run/config.py: every point on its mean")]
 Rate = Annotated[float, Field(gt=0), _at_most(MAX_RATE, "MAX_RATE in run/config.py: far above any rate that trains")]
 Spread = Annotated[float, Field(ge=0), _at_most(MAX_SPREAD, "MAX_SPREAD in run/config.py: 100 sd of the class centres")]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]   # numpy's seeds stop at 2^32 - 1
@@ -70,6 +82,17 @@ Batch = Annotated[int, Field(ge=2, le=MAX_BATCH)]
 Images = Annotated[int, Field(ge=10, le=MAX_IMAGES)]
 RESOLVED = Path("resolved")
 NAME = re.compile(r"[a-z0-9_]+")     # study, condition and profile names: used in paths and stage names
+NAME_RULE = "may hold only lower-case letters, digits and _ (it becomes a path, a DVC stage name and a command's argument)"
+MAX_BYTES = 1_000_000                # a YAML file DVC or a tool reads: params.yaml is 25 kB, analysis/claims.yaml 150 kB
+
+
+def _name(value):
+    if not NAME.fullmatch(value):
+        raise ValueError(NAME_RULE)
+    return value
+
+
+Name = Annotated[str, AfterValidator(_name)]      # a name in a file other than params.yaml (run/stage_two.py)
 
 
 # ---------------------------------------------------------------- data
@@ -139,8 +162,8 @@ class DataParams(Strict):
 # ---------------------------------------------------------------- examples
 
 class NtXentExample(Strict):
-    loss_tau: PositiveFloat
-    taus: Annotated[list[PositiveFloat], Field(min_length=1, max_length=MAX_LIST)]
+    loss_tau: Temperature
+    taus: Temperatures
     fd_step: Annotated[float, Field(gt=0, lt=1e-2)]
 
 
@@ -154,7 +177,7 @@ class TinySimCLR(Strict):
     seeds: Seeds
     steps: Steps
     batch: Batch
-    tau: PositiveFloat
+    tau: Temperature
     threads: Threads
     thread_check_seed: Seed
     thread_counts: Annotated[list[Threads], Field(min_length=1, max_length=MAX_LIST)]
@@ -163,7 +186,7 @@ class TinySimCLR(Strict):
 
 class Toy2D(Strict):
     seeds: Seeds
-    taus: Annotated[list[PositiveFloat], Field(min_length=1, max_length=MAX_LIST)]
+    taus: Temperatures
     steps: Steps
     batch: Batch
     lr: Rate
@@ -177,19 +200,16 @@ class Toy2D(Strict):
     calibration_knn: Annotated[float, Field(gt=0, lt=1)]     # the untrained 10-NN accuracy the fit matches
 
 
-PositiveFloats = Annotated[list[PositiveFloat], Field(min_length=1, max_length=MAX_LIST)]
-
-
 class MiBound(Strict):
     """x uniform on `symbols` symbols; y = x, or with probability eps a fresh uniform symbol."""
     symbols: Annotated[int, Field(ge=2, le=MAX_IMAGES)]
     eps: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
     batch_sizes: Annotated[list[Annotated[int, Field(ge=2, le=1_000_000)]], Field(min_length=1)]   # K candidates
-    critic_scales: PositiveFloats                     # critic = scale x log p(y|x)/p(y); 1 is the optimal critic
+    critic_scales: Annotated[list[Weight], Field(min_length=1, max_length=MAX_LIST)]                    # critic = scale x log p(y|x)/p(y); 1 is the optimal critic
     check_batch_sizes: Annotated[list[Annotated[int, Field(ge=2, le=4096)]], Field(min_length=1)]
     check_batches: Annotated[int, Field(ge=2, le=100_000)]
-    tight_within: PositiveFloat                       # nats: a gap at most this is "tight"
-    zero_loss_within: PositiveFloat                   # nats: a loss at most this has "reached zero"
+    tight_within: Nats                                # nats: a gap at most this is "tight"
+    zero_loss_within: Nats                            # nats: a loss at most this has "reached zero"
     seed: Seed
 
     @model_validator(mode="after")
@@ -206,7 +226,7 @@ class CollapseBatch(Strict):
 
 class CollapseFloor(Strict):
     batches: Annotated[list[CollapseBatch], Field(min_length=1)]
-    taus: PositiveFloats
+    taus: Temperatures
     seed: Seed
 
 
@@ -214,9 +234,9 @@ class Decomposition(Strict):
     """Fixed embeddings on S^2: a von Mises-Fisher mixture, each point with a positive drawn around it."""
     points: Annotated[int, Field(ge=10, le=20_000)]
     classes: Annotated[int, Field(ge=1, le=1000)]
-    class_kappa: PositiveFloat
-    view_kappa: PositiveFloat
-    taus: PositiveFloats
+    class_kappa: Kappa
+    view_kappa: Kappa
+    taus: Temperatures
     negatives: Annotated[list[Annotated[int, Field(ge=1, le=100_000)]], Field(min_length=2)]   # M
     seed: Seed
 
@@ -247,7 +267,7 @@ class RunConfig(Strict):
     method: Literal["simclr", "moco", "memory_bank", "supcon", "supervised", "align_uniform"]
     loss: Literal["nt_xent", "logistic", "margin_triplet", "siglip", "debiased_nt_xent"]
     negatives: Literal["semi_hard", "hardest", "all"]   # which negatives the logistic / triplet losses use
-    tau: PositiveFloat
+    tau: Temperature
     learn_tau: bool                                   # NT-Xent: a learned temperature, starting at tau
     tau_plus: Annotated[float, Field(ge=0, lt=1)] | None   # debiased NT-Xent's class prior (only there)
     normalize: bool
@@ -256,9 +276,9 @@ class RunConfig(Strict):
     batch: Batch
     negatives_kept: Count | None                      # NT-Xent: k negatives per anchor (None: all 2N - 2)
     drop_same_class: bool                             # NT-Xent: drop the anchor's same-class negatives by label
-    lam: PositiveFloat                                # align-uniform: the uniformity term's weight
-    siglip_t: PositiveFloat                           # SigLIP: the learned t's starting value
-    siglip_b: float                                   # SigLIP: the learned b's starting value
+    lam: Weight                                       # align-uniform: the uniformity term's weight
+    siglip_t: Annotated[float, Field(ge=1 / MAX_TAU, le=1 / MIN_TAU)]   # SigLIP: the learned t's (1 / tau) starting value
+    siglip_b: Annotated[float, Field(ge=-MAX_TAU, le=MAX_TAU)]         # SigLIP: the learned b's starting value (a logit)
     checkpoints: Annotated[list[Steps], Field(max_length=MAX_LIST)]   # earlier rungs, below steps: descriptive, for trends
     steps: Steps                                      # the budget: claims that read `eval` read the run at this step
     ladder: Annotated[list[Steps], Field(max_length=MAX_LIST)]        # later rungs: training goes on to the last, with a checkpoint at each
@@ -266,7 +286,7 @@ class RunConfig(Strict):
     lr_rule: Literal["sqrt", "none"]                  # sqrt: the rate scales with sqrt(batch / lr_reference_batch)
     lr_reference_batch: Batch
     schedule: Literal["constant", "cosine", "wsd"]
-    margin: Annotated[float, Field(ge=0)]             # margin-triplet loss
+    margin: Annotated[float, Field(ge=0), _at_most(MAX_MARGIN, "MAX_MARGIN in run/config.py")]   # margin-triplet loss
     momentum: Annotated[float, Field(ge=0, le=1)]     # MoCo key encoder / memory bank update
     queue: Annotated[int, Field(ge=1, le=MAX_IMAGES)]  # MoCo queue length K, bank negatives
     bn_groups: Annotated[int, Field(ge=1, le=MAX_BATCH)]                                 # simulated devices, each with its own BN
@@ -399,11 +419,11 @@ class EvaluateParams(Strict):
     n_views: Annotated[int, Field(ge=4, le=MAX_IMAGES)]      # the first n_views test images: views, rotations, grayscale
     probe_steps: Steps
     probe_lr: Rate
-    probe_l2: Annotated[float, Field(ge=0)]
+    probe_l2: Annotated[float, Field(ge=0), _at_most(MAX_WEIGHT, "MAX_WEIGHT in run/config.py: every weight pinned at 0")]
     probe_standardize: bool
     knn_k: Annotated[int, Field(ge=1, le=MAX_IMAGES)]
     wknn_k: Annotated[int, Field(ge=1, le=MAX_IMAGES)]
-    wknn_t: PositiveFloat
+    wknn_t: Temperature
 
     @model_validator(mode="after")
     def _neighbours_within_the_labelled_set(self):
@@ -572,7 +592,7 @@ def check_name(name, where):
     """A study, condition or profile name becomes a path (resolved/pretrain/<study>.json) and a DVC
     stage name (pretrain@<study>), so only [a-z0-9_] is allowed: no '..', '/', space or capital."""
     if not (isinstance(name, str) and NAME.fullmatch(name)):
-        raise ParamsError(f"{where}: name {excerpt(name)} may hold only lower-case letters, digits and _")
+        raise ParamsError(f"{where}: name {excerpt(name)} {NAME_RULE}")
 
 
 def _check_conditions(params):
@@ -725,6 +745,9 @@ def parse_params(raw, source="params.yaml"):
             raise ParamsError(f"{source}: {e}") from None
         if not isinstance(overrides, dict | None):
             raise ParamsError(f"{source}: profiles.{name}: must be a mapping of overrides (got {excerpt(overrides)})")
+        if chooser := next((key for key in ("profile", "profiles") if key in (overrides or {})), None):
+            raise ParamsError(f"{source}: profiles.{name}.{chooser}: a profile cannot choose or define profiles "
+                              "(it would apply under another name); remove the key")
     if profile not in profiles:
         raise ParamsError(f"{source}: profile: unknown profile {excerpt(profile)}; allowed: {', '.join(profiles)}")
     params = _with_profile(raw, profile, source)
@@ -753,10 +776,16 @@ def _with_profile(raw, profile, source):
     return params
 
 
-def read_params(path="params.yaml"):
+def read_yaml(path):
+    """A YAML file that DVC or a tool reads (params.yaml, analysis/stage_two.yaml: DVC's own reader
+    expands an alias bomb without end), or ParamsError naming it: missing or unreadable, over
+    MAX_BYTES, not UTF-8, a key given twice, aliases that expand without bound, not YAML."""
     path = Path(path)
     try:
-        raw = load_yaml(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_BYTES:
+            raise ParamsError(f"{path}: {path.stat().st_size:,} bytes, over the {MAX_BYTES:,} a YAML file of the "
+                              "project may have (MAX_BYTES in run/config.py); restore it (git checkout)")
+        return load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
     except UnicodeDecodeError as e:
@@ -769,14 +798,35 @@ def read_params(path="params.yaml"):
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ParamsError(f"{path}: not valid YAML{where}") from None
-    return parse_params(raw, source=str(path))
+    except OSError as e:
+        raise ParamsError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def read_params(path="params.yaml"):
+    return parse_params(read_yaml(path), source=str(path))
+
+
+def check_device(params, source="params.yaml", available=None):
+    """device: cuda only on a machine where torch sees a CUDA device (`available`; torch is imported
+    only for device: cuda, so that the check stays quick), else ParamsError: every stage that trains
+    or evaluates would stop on it."""
+    if params.device != "cuda":
+        return
+    if available is None:
+        import torch
+        available = torch.cuda.is_available()
+    if not available:
+        raise ParamsError(f"{source}: device: cuda, but torch sees no CUDA device on this machine; set device: "
+                          "auto (the GPU where there is one) or cpu")
 
 
 def load_params(path="params.yaml"):
-    """read_params for an entry point: on a bad file print one line and exit with status 2; threads x
-    workers beyond the cores print a warning line (thread_warning)."""
+    """read_params for an entry point: on a bad file or device: cuda without a GPU (check_device) print
+    one line and exit with status 2; threads x workers beyond the cores print a warning line
+    (thread_warning)."""
     try:
         params = read_params(path)
+        check_device(params, path)
     except ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -15,27 +15,26 @@ Before the look the file chooses nothing, and resolve's output is stage 1's alon
 """
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
-from ..io import STAGE_TWO_SUFFIX, load_yaml
+from ..io import STAGE_TWO_SUFFIX
 from ..schema import Strict, one_line
-from .config import ParamsError, Seed, check_name
+from .config import Name, ParamsError, Seed, read_yaml
 
 SELECTION = Path("analysis/stage_two.yaml")
 
 
 class Part(Strict):
     """One stage-2 study: chosen conditions of one stage-1 study, at some of the further seeds."""
-    study: str
-    conditions: list[str]
+    study: Name
+    conditions: list[Name]
     seeds: list[Seed]
 
 
 class StageTwo(Strict):
     """analysis/stage_two.yaml's `stage_two`: every further seed, and the stage-2 studies by name."""
     seeds: list[Seed]
-    studies: dict[str, Part]
+    studies: dict[Name, Part]          # each a DVC stage's name and its command's argument (dvc.yaml)
 
 
 def part_names(study, parts):
@@ -48,14 +47,12 @@ def part_names(study, parts):
 
 def read_selection(path=SELECTION):
     """analysis/stage_two.yaml as a StageTwo; ParamsError naming the file and key when it is missing
-    or malformed."""
-    try:
-        raw = load_yaml(Path(path).read_text(encoding="utf-8"))
-    except OSError:
+    or malformed: params.yaml's checks of the YAML (config.read_yaml: size, aliases, keys given twice),
+    then of the types, and every name against the one name pattern (config.Name)."""
+    if not Path(path).is_file():
         raise ParamsError(f"{path}: missing; restore it with `git checkout {path}` (before stage 2 it "
-                          "chooses nothing)") from None
-    except yaml.YAMLError as e:
-        raise ParamsError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+                          "chooses nothing)")
+    raw = read_yaml(path)
     if not isinstance(raw, dict) or set(raw) != {"stage_two"}:
         raise ParamsError(f"{path}: expected one key, stage_two (seeds, studies); restore it with "
                           f"`git checkout {path}`")
@@ -75,7 +72,6 @@ def _check(files, selection, path):
     given = {}
     for name, part in selection.studies.items():
         where = f"{path}: stage_two.studies.{name}"
-        check_name(name, where)
         first = files.get(f"pretrain/{part.study}.json")
         if first is None or first["study"] != part.study:
             raise ParamsError(f"{where}.study: {part.study} is not a study of params.yaml (pretrain.studies)")
