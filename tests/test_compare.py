@@ -126,7 +126,7 @@ def test_new_arms_cost_steps_to_their_last_rung_times_batch_over_every_seed(tmp_
         "ladder": {"steps": 100, "ladder": [400, 1600], "batch": 32}}}))
     run = tmp_path / "results/pretrain/batch/ladder/seed_0.json"
     run.parent.mkdir(parents=True)
-    run.write_text(json.dumps({"wall_s": 90.0, "cpu": "cpu A"}))
+    run.write_text(json.dumps({"wall_s": 90.0, "steps_done": 1600, "cpu": "cpu A"}))
     rows, dropped = arm_costs({"kept", "gone"}, tmp_path)
     assert rows == [("ladder", "batch", "1,600 x 32", 1600 * 32 * 3, 1.5, "cpu A")] and dropped == ["gone"]
 

@@ -177,8 +177,8 @@ def test_a_probe_that_flips_the_sign_is_named_with_its_figure(tmp_path):
     assert by_choice[("probe", "knn_centred")] == "contradicted" and by_choice[("probe", "wknn")] == "reproduced"
     assert by_choice[("probe", "linear_full")] == "reproduced"          # read at the budget
     assert judged["robustness"]["label"] is None
-    assert judged["robustness"]["reversals"] == ["reverses on centred kNN: -10 [-10, -10] points (5 seeds, 95%)"]
-    assert judged["labels"] == ["reverses on centred kNN: -10 [-10, -10] points (5 seeds, 95%)"]
+    assert judged["robustness"]["reversals"] == ["reverses on centred kNN: -10 [-10, -10] points"]
+    assert judged["labels"] == ["reverses on centred kNN: -10 [-10, -10] points"]
 
 
 def test_a_probe_that_only_weakens_the_verdict_is_a_dependence_not_a_reversal(tmp_path):
@@ -199,8 +199,7 @@ def test_probes_that_decide_one_way_around_an_undecided_primary_are_named_with_t
                          arms={"a": arm("a"), "b": arm("b")}), tmp_path)
     assert judged["verdict"] == "inconclusive" and "reversals" not in judged["robustness"]
     assert judged["robustness"]["decided_on"] == [
-        "contradicted on centred kNN: -10 [-10, -10] points (5 seeds, 95%); weighted kNN: -10 [-10, -10] points "
-        "(5 seeds, 95%)"]   # one label, each figure with the seeds and level of its look
+        "contradicted on centred kNN: -10 [-10, -10] points; weighted kNN: -10 [-10, -10] points"]   # one label
     assert judged["robustness"]["decided_on"][0] in judged["labels"]
     assert not any(t.startswith("depends on") for t in judged["labels"]), judged["labels"]
 
@@ -531,3 +530,15 @@ def test_one_convergence_rule_holds_a_closing_effect_whichever_way_it_points(tmp
         assert out["convergence"]["held"] == held and out["contrast"]["verdict"] == held
         assert "one more at that pace gives" in out["convergence"]["reason"]
     assert judged("G", "H")["verdict"] == "contradicted"
+
+
+def test_a_probe_read_at_another_look_than_the_primary_names_its_seeds_and_level():
+    """The primary decided on stage 1's 5 seeds (97.7%); a probe evaluated on all 15 seeds decided at
+    stage 2's look (96.9%): its figure says so. At the primary's own look nothing is added."""
+    primary = {"seeds": [0, 1, 2, 3, 4], "level": 0.977}
+    other = {"diff_mean": -0.031, "diff_ci95": [-0.0376, -0.0245], "seeds": 15, "level": 0.969}
+    assert verdicts.reverses_label([("weighted kNN", other)], 100, " points", primary) == \
+        "reverses on weighted kNN: -3.1 [-3.76, -2.45] points (15 seeds, 96.9%)"
+    same = {**other, "seeds": 5, "level": 0.977}
+    assert verdicts.reverses_label([("weighted kNN", same)], 100, " points", primary) == \
+        "reverses on weighted kNN: -3.1 [-3.76, -2.45] points"

@@ -159,7 +159,7 @@ def test_readme_gives_times_measured_on_two_cpus_cpu_by_cpu_never_pooled(tmp_pat
     from tools import readme
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(readme, "_stage_names", lambda: ["pretrain@a", "pretrain@b", "evaluate@a"])
-    stage = {"seconds_in_dvc": 6.0, "precision": "fp32", "run": 3}
+    stage = {"seconds_in_dvc": 6.0, "precision": "fp32", "run": 3, "date": "2026-12-05"}
     write_json(tmp_path / "reports" / "stage_times.json",
                {"pretrain@a": {**stage, "seconds": 600.0, "cpu": "AMD EPYC"},
                 "pretrain@b": {**stage, "seconds": 1200.0, "cpu": "Intel Xeon"},
@@ -167,7 +167,7 @@ def test_readme_gives_times_measured_on_two_cpus_cpu_by_cpu_never_pooled(tmp_pat
     config = {"dataset": "glyphs100", "tau": 0.2, "head": "mlp", "steps": 2400, "batch": 128, "ladder": [1200, 2400]}
     for seed, (cpu, wall) in enumerate([("AMD EPYC", 400.0), ("AMD EPYC", 500.0), ("Intel Xeon", 300.0)]):
         write_json(tmp_path / "results" / "pretrain" / "s" / "simclr" / f"seed_{seed}.json",
-                   {"config": config, "cpu": cpu, "wall_s": wall})
+                   {"config": config, "cpu": cpu, "wall_s": wall, "steps_done": 2400})
     monkeypatch.setattr(readme, "headroom", lambda *args: [])
     lines = readme.figures_block().splitlines()
     assert ("35.0 minutes summed over 3 of 3 stages (15.0 minutes (n = 2) on AMD EPYC; 20.0 minutes (n = 1) on "

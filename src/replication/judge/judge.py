@@ -5,7 +5,7 @@ rules of the registration, and the headline counts. No claim's verdict depends o
 """
 from collections import Counter
 
-from . import ladder, probes, registration, robustness, verdicts
+from . import ladder, probes, registration, robustness, sequential, verdicts
 from .kinds import judge_one
 from .measure import at_sweep_value, check_inputs, sweep_values
 from .registry import load_registry, validate_claim
@@ -157,7 +157,8 @@ def _finish(claim, out, rules, run):
         out["verdict"] = verdicts.NOT_TESTABLE
         out["_notes"].insert(0, f"Not testable here as designed: {claim['not_testable']}")
     if "_alternatives" in out:
-        out["robustness"] = robustness.panel(claim, out["verdict"], out.pop("_alternatives"), out.get("q_bh"), rules)
+        out["robustness"] = robustness.panel(claim, out["verdict"], out.pop("_alternatives"), out.get("q_bh"), rules,
+                                             out.get("contrast"))
     if out.get("underdetermined"):
         out["_notes"].append(f"Underdetermined: {out['underdetermined']['reason']}.")
     if (out.get("contrast") or {}).get("scale_artefact"):
@@ -196,9 +197,11 @@ def judge_registry(conditions, registry="analysis/claims.yaml"):
     amendments = registration.load_code_amendments() if record else []
     frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
     check_inputs(conditions)
+    rules = sequential.for_run(rules, conditions["seeds"])
     judged = judge_all(claims, rules=rules, run=record and record["run"], documents=registered.documents)
     if record:
-        texts = {cid: lambda claim=claim: judge_all([claim], rules=record["rules"])[0]["verdict"]
+        frozen_rules = sequential.for_run(record["rules"], conditions["seeds"])
+        texts = {cid: lambda claim=claim: judge_all([claim], rules=frozen_rules)[0]["verdict"]
                  for cid, claim in frozen.items()}
         amended = {c["id"]: [a for a in c.get("amended") or [] if registration.amends(a, record["run"])]
                    for c in claims}

@@ -42,18 +42,20 @@ def alternatives(claim, out, pairs, judged, root, rules):
     return found + _baseline_alternative(out)
 
 
-def panel(claim, verdict, found, q_bh, rules):
+def panel(claim, verdict, found, q_bh, rules, primary=None):
     """The robustness entry of a judged claim: `found` with the Benjamini-Hochberg alternative
     added, its label, one label naming the probes that reverse it and one naming the probes that
-    decide an undecided primary, each probe with its figure (in the claim's unit)."""
+    decide an undecided primary, each probe with its figure (in the claim's unit; with its look where
+    it is not the `primary` contrast's)."""
     found = [*found, {"dimension": "multiplicity", "choice": "Benjamini-Hochberg",
                       "verdict": verdicts.multiplicity_verdict(verdict, q_bh, rules["alpha"])}]
     reversing = verdicts.reversals(verdict, found)
     deciding = verdicts.decided_elsewhere(verdict, found, reversing)
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
-    reversals = [verdicts.reverses_label(_named(reversing), scale, unit)] if reversing else []
+    reversals = [verdicts.reverses_label(_named(reversing), scale, unit, primary)] if reversing else []
     # probes deciding both ways are reversals, so those left all decide one way
-    decided = [verdicts.decided_on_label(deciding[0]["verdict"], _named(deciding), scale, unit)] if deciding else []
+    decided = [verdicts.decided_on_label(deciding[0]["verdict"], _named(deciding), scale, unit, primary)] \
+        if deciding else []
     return {"label": label(verdict, found, reversing + deciding), **({"reversals": reversals} if reversals else {}),
             **({"decided_on": decided} if decided else {}), "alternatives": found}
 

@@ -118,6 +118,16 @@ def decide(diffs, margin, direction, design, alpha):
     return np.where(first == INCONCLUSIVE, decide_at(d[..., :n2], margin, direction, c2), first)
 
 
+def for_run(rules, seeds):
+    """The rules a run is judged by: the registered design governs a run of its stage-1 seeds (the
+    registered run, and its stage-2 seeds beside them); a profile that runs another number of seeds
+    (the smoke run's two) has no such looks, and decides each contrast at one look at alpha."""
+    design = rules.get("sequential")
+    if design and len(seeds) != design["stage_one_seeds"]:
+        return {k: v for k, v in rules.items() if k != "sequential"}
+    return rules
+
+
 def looks(design):
     """{seeds read: (stage, held_out)}: every look the design makes. Each stage reads all its seeds
     (n1, then n2); a best-of contrast reads the half of them that did not choose its winner

@@ -359,22 +359,26 @@ def decided_elsewhere(primary_verdict, alternatives, reversing=()):
     return [a for a in alternatives if a["dimension"] == "probe" and a["verdict"] in OPPOSITE and a not in reversing]
 
 
-def decided_on_label(verdict, probes_deciding, scale=1.0, unit=""):
+def decided_on_label(verdict, probes_deciding, scale=1.0, unit="", primary=None):
     """One label for the probes that decide an undecided claim the same way, each with its figure
     (`probes_deciding`: (probe's words, alternative) pairs): 'contradicted on kNN: -9.7 [-12, -7.4]
-    points; centred kNN: -9.1 [-11.5, -6.7] points'."""
-    return f"{verdict} on {_probe_figures(probes_deciding, scale, unit)}"
+    points; centred kNN: -9.1 [-11.5, -6.7] points'; each read at another look than the primary
+    contrast's (`primary`) names its seeds and level."""
+    return f"{verdict} on {_probe_figures(probes_deciding, scale, unit, primary)}"
 
 
-def reverses_label(probes_reversing, scale=1.0, unit=""):
+def reverses_label(probes_reversing, scale=1.0, unit="", primary=None):
     """One label naming the probes that reverse a claim, each with its figure: 'reverses on weighted
-    kNN: -10.1 [-11, -9.2] points'."""
-    return f"reverses on {_probe_figures(probes_reversing, scale, unit)}"
+    kNN: -10.1 [-11, -9.2] points (15 seeds, 96.9%)', the look named where it is not the primary's."""
+    return f"reverses on {_probe_figures(probes_reversing, scale, unit, primary)}"
 
 
-def _probe_figures(named, scale, unit):
-    """Each probe's figure, with the seeds and level of the look it was read at where it records them."""
-    look = lambda a: f" ({a['seeds']} seeds, {percent(a['level'])})" if a.get("seeds") and a.get("level") else ""
+def _probe_figures(named, scale, unit, primary=None):
+    """Each probe's figure, with the seeds and level of the look it was read at where they differ
+    from the primary contrast's (an alternative evaluated on other seeds decides at its own look)."""
+    own = (len((primary or {}).get("seeds") or []), (primary or {}).get("level"))
+    look = lambda a: f" ({a['seeds']} seeds, {percent(a['level'])})" \
+        if a.get("seeds") and a.get("level") and (a["seeds"], a["level"]) != own else ""
     return "; ".join(f"{words}: {a['diff_mean'] * scale:+.3g} [{a['diff_ci95'][0] * scale:+.3g}, "
                      f"{a['diff_ci95'][1] * scale:+.3g}]{unit}{look(a)}" for words, a in named)
 
