@@ -172,7 +172,7 @@ def test_the_summary_names_the_studies_by_verdict_and_the_compute():
     # a decided null is named under its own verdict, never among the undecided
     assert f"no meaningful effect {study['supcon-out-beats-in']}; inconclusive {study['simclr-temperature']};" in text
     assert "560 CPU-minutes of pretraining and 176 of evaluation over 305 runs on Xeon" in text
-    assert "398 minutes" in text and "1 verdicts were read before their effect settled (not converged)" in text
+    assert "398 minutes" in text and "1 verdicts were read before their effect settled." in text
 
 
 def test_the_compute_counts_the_latest_run_only(tmp_path):
@@ -380,5 +380,5 @@ def test_a_reason_names_the_level_of_the_look_that_decided_its_interval():
     assert "95% interval +4 to +6 points" in rc.reason(decided)
     decided["contrast"]["level"] = verdicts.level(sequential.look({**RULES, "sequential": design}, 5))
     assert "97.7% interval +4 to +6 points" in rc.reason(decided) and rc.ours(decided).endswith("(97.7%)")
-    assert rc.ours_heading({**RULES, "sequential": design}) == "ours [interval, at the level of the look that decided it]"
+    assert rc.ours_heading({**RULES, "sequential": design}) == "ours [interval (its look's level)]"
     assert rc.ours_heading(RULES) == "ours [95% interval]"

@@ -323,7 +323,7 @@ def replication_summary(claims, scale, cost):
             f"{cost['runs']} runs on {', '.join(cost['cpus']) or 'an unrecorded CPU'}{stages}. Hard: {untestable} "
             f"claims could not be tested because an arm they need did not train in miniature, "
             f"{found['intervals_across_margin']} intervals still reach across their margin, and "
-            f"{found['not_converged']} verdicts were read before their effect settled (not converged).")
+            f"{found['not_converged']} verdicts were read before their effect settled.")
 
 
 def by_verdict(claims):
@@ -369,15 +369,15 @@ def sig(x, digits=4):
     return "–" if x is None else f"{x:.{digits}g}"
 
 
-def effect_text(effect):
+def effect_text(effect, level=True):
     """'+6.47 points [+5.29, +7.65] (97.7%)' for an effect of our_effect, its interval at the level of
-    the look that decided it where the contrast records one; '–' for None."""
+    the look that decided it where the contrast records one (`level`: named here); '–' for None."""
     if not effect:
         return "–"
     interval = (f" [{effect['lo']:+.3g}, {effect['hi']:+.3g}]" if effect["lo"] is not None and effect["hi"] is not None
                 else "")
-    level = f" ({percent(effect['level'])})" if interval and effect.get("level") else ""
-    return f"{effect['mean']:+.3g}{effect['unit']}{interval}{level}"
+    named = f" ({percent(effect['level'])})" if level and interval and effect.get("level") else ""
+    return f"{effect['mean']:+.3g}{effect['unit']}{interval}{named}"
 
 
 def arm_text(arm):
@@ -430,21 +430,34 @@ def published_setting(claim):
 
 
 def ours_heading(rules):
-    """The title of the column that shows ours; each interval names its own level (effect_text):
-    under a sequential design each look decides at its own."""
-    return "ours [interval, at the level of the look that decided it]" if rules.get("sequential") \
-        else f"ours [{level_label(rules)} interval]"
+    """The title of the column that shows ours; each interval names its own level (ours): under a
+    sequential design each look decides at its own."""
+    return "ours [interval (its look's level)]" if rules.get("sequential") else f"ours [{level_label(rules)} interval]"
 
 
-def ours(claim):
-    """Our effect in the claim's unit with its interval; every contrast of a claim that has several,
-    the deciding one first; our value for a claim without a paired effect."""
-    effect = our_effect(claim)
-    if not effect:
-        return our_value(claim)
+def shown_effects(claim):
+    """The effects shown for a claim: the deciding contrast's first, then its other contrasts'."""
     others = [c for c in contrasts(claim) if c is not claim.get("contrast") and c != claim.get("contrast")]
-    return "; ".join([effect_text(effect)] + [f"{c['b']}: {effect_text(effect_of(claim, c))}"
-                                              for c in others if effect_of(claim, c)])
+    return [("", our_effect(claim))] + [(f"{c['b']}: ", effect_of(claim, c)) for c in others if effect_of(claim, c)]
+
+
+def ours(claim, level=True):
+    """Our effect in the claim's unit with its interval; every contrast of a claim that has several,
+    the deciding one first; the level of their looks once where they share it (`level`: named here);
+    our value for a claim without a paired effect."""
+    effects = shown_effects(claim)
+    if not effects[0][1]:
+        return our_value(claim)
+    shared = {e.get("level") for _, e in effects}
+    text = "; ".join(name + effect_text(e, level and len(shared) > 1) for name, e in effects)
+    return text + (f" ({percent(shared.pop())})" if level and len(shared) == 1 and None not in shared else "")
+
+
+def looks_level(claim):
+    """The one level of the intervals ours shows for a claim ('97.7%'), or None where they differ or none has one."""
+    effects = shown_effects(claim)
+    shared = {e.get("level") for _, e in effects if e}
+    return percent(shared.pop()) if len(shared) == 1 and None not in shared else None
 
 
 def tags(claim):

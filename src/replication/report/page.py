@@ -71,9 +71,8 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
                  "second float realisation showed)"),
     ("amended", "a verdict rule changed after results were seen; shown with what changed, why, and the verdict "
                 "before → after"),
-    ("post hoc", "a rule amended after the current run's registration (analysis/registration.json; run n's: "
-                 "registration_n.json) moved the verdict on the same results; shown beside the verdict the "
-                 "registered rule gives. A verdict moved by the registered run's later seeds is the data's"),
+    ("post hoc", "a rule amended after the registration moved the verdict on the same results (the registered "
+                 "rule's verdict beside it)"),
     ("calibrated", "a setting fixed against the figure under test; such a figure is not counted as judged"),
     ("robust", "the verdict holds under every registered alternative analysis (other probes, rungs, compute bases)"),
     ("depends on: …", "the verdict weakens under the named alternative (probe, rung or basis)"),
@@ -90,8 +89,8 @@ TERMS = [   # terms the page uses besides the verdicts and trends, defined once;
     (MAGNITUDE_TERM, "where the published effect lies "
      "against our interval: inside it, below it (ours larger) or above it (ours smaller)"),
     ("realisation", "the figure rests on realisations of one seed rather than on independent seeds"),
-    ("not converged", "the effect, carried one more doubling of steps by its change over the last one, gives "
-                      "another verdict; a decided verdict is then held inconclusive"),
+    ("not converged", "one more doubling of steps at the last one's pace would change the verdict (a decided one "
+                      "is held)"),
     ("q (BH)", "Benjamini-Hochberg q-value over the registry: shown as a screen, decides nothing"),
     ("–", "a value that does not exist for this claim (never measured, or not applicable)"),
 ]
@@ -142,12 +141,13 @@ def lore_table(claims, rules):
     """The studies the repository exists for (claims_view.LORE), one row each: the published effect
     with its paper and setting, ours with its interval (at the level of the registry's `rules`), rung
     and runs, the verdict with the magnitude comparison, and the labels."""
-    head = (f"<tr><th>study</th><th>published (paper: setting)</th><th>{esc(rc.ours_heading(rules))}, at, n</th>"
+    head = ("<tr><th>study</th><th>published (paper: setting)</th><th>ours [interval], at, n, level</th>"
             "<th>verdict</th><th>labels</th></tr>")
+    level = lambda c: f", {rc.looks_level(c)}" if rc.looks_level(c) else ""
     rows = "".join(
         f"<tr><td><b>{esc(study)}</b><br>{link(c)}</td><td>{esc(rc.published_text(c))}<br><small>"
-        f"{esc(rc.published_setting(c))}</small></td><td>{esc(rc.ours(c))}<br><small>"
-        f"{esc(at_text(c))}, {esc(runs_text(c))}</small></td><td>{verdict_badge(c)}"
+        f"{esc(rc.published_setting(c))}</small></td><td>{esc(rc.ours(c, level=not rc.looks_level(c)))}<br><small>"
+        f"{esc(at_text(c))}, {esc(runs_text(c))}{esc(level(c))}</small></td><td>{verdict_badge(c)}"
         + (f"<br><small>{esc(rc.magnitude_text(c))}</small>" if rc.magnitude_text(c) else "")
         + f"</td><td><small>{esc(', '.join(rc.tags(c)) or '–')}</small></td></tr>" for study, c in rc.lore(claims))
     return f"<table class='lore'>{head}{rows}</table>"
@@ -186,7 +186,8 @@ def lore_key(claims, rules):
     words = [rc.magnitude_text(c) for c in rows if rc.magnitude_text(c)] + [t for c in rows for t in rc.tags(c)]
     defined = dict.fromkeys(filter(None, map(term_of, words)))
     pairs += [(f"<i>{esc(term)}</i>", esc(text.format(level=level))) for term, text in defined]
-    return (f"<p class='key'><b>Key</b> (an effect's interval: {esc(level)}). " + "; ".join(f"{term}: {text}" for term, text in pairs)
+    return ("<p class='key'><b>Key</b> (each interval at the level of its look, named in its row). "
+            + "; ".join(f"{term}: {text}" for term, text in pairs)
             + ". Every rule in full: <a href='#sec-legend'>Legend</a>.</p>")
 
 
