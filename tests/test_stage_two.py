@@ -298,6 +298,16 @@ def test_a_second_look_is_refused_and_the_plain_form_says_where_the_first_was_ma
         assert out.count("\n") == 1 and "the look was already made" in out and "design:" not in out
 
 
+def test_a_choice_emptied_after_the_look_stops_make_s_check(interim):
+    stage_two.SELECTION.write_text(bound(*interim))
+    git("commit", "-qam", "the look")
+    stage_two.SELECTION.write_text(NOTHING_CHOSEN)
+    git("commit", "-qam", "emptied by hand")
+    with pytest.raises(ParamsError, match=r"^analysis/stage_two.yaml \(committed in \w{7}\): the look was already "
+                                          r"made .*; now it chooses nothing: restore that choice"):
+        look.check_look()
+
+
 def test_a_choice_committed_whole_without_its_history_cannot_be_checked(tmp_path, monkeypatch):
     """A copy committed anew (no version of the file before the look) has no interim analysis to read."""
     monkeypatch.chdir(tmp_path)

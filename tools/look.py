@@ -91,17 +91,19 @@ def chose(selection):
 
 
 def check_look():
-    """ParamsError (one line) unless analysis/stage_two.yaml chooses nothing, or its choice names the
-    interim analysis it was made from (a commit of this branch whose reports/claims.json has the
-    recorded sha256, before any choice) and is what the rule gives on it. Where git's history does not
-    reach back before the look (a copy, committed whole or not at all; a shallow clone) nothing can be
-    checked."""
+    """ParamsError (one line) unless analysis/stage_two.yaml chooses nothing (and no version of it
+    committed since the registration chose: look_made), or its choice names the interim analysis it
+    was made from (a commit of this branch whose reports/claims.json has the recorded sha256, before
+    any choice) and is what the rule gives on it. Where git's history does not reach back before the
+    look (a copy, committed whole or not at all; a shallow clone) the binding cannot be checked."""
     current = read_selection()
     where = f"{SELECTION}: stage_two.chosen_from"
     if not current.chosen_from:
         if current.studies:
             raise ParamsError(f"{where}: missing; a choice names the interim analysis it was made from: restore the "
                               f"file with `git checkout {SELECTION}`")
+        if made := look_made():             # a choice committed since the registration, emptied since
+            raise ParamsError(f"{made}; now it chooses nothing: restore that choice (git log -- {SELECTION})")
         return
     if not in_git() or not history_before_the_look():
         return
