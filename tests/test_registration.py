@@ -143,6 +143,8 @@ def test_a_code_amendment_is_written_only_when_the_verdicts_are_identical(tmp_pa
     from tools.register import main as register_main
     registered_world(tmp_path)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0              # the committed results
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# moved here\n")          # code that moved
     claims = tmp_path / "reports" / "claims.json"
     committed = claims.read_text()
     claims.write_text(committed.replace('"reproduced"', '"contradicted"'))    # judged otherwise before
@@ -153,6 +155,18 @@ def test_a_code_amendment_is_written_only_when_the_verdicts_are_identical(tmp_pa
     assert register_main(["--code-moved", "moved", "--why", "test"]) == 0
     written = json.loads((tmp_path / "analysis" / "registration_amendments.json").read_text())
     assert written[0]["verdicts_identical"] and written[0]["what"] == "moved"
+
+
+def test_a_code_amendment_for_nothing_is_refused(tmp_path, monkeypatch, capsys):
+    """--code-moved with every judged file as registered (or as last amended): one line, nothing written."""
+    from tools.register import main as register_main
+    registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    assert register_main(["--code-moved", "moved", "--why", "test"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "src/replication/judge: every judged file is as registered" in err \
+        and "nothing to amend" in err
+    assert not (tmp_path / "analysis" / "registration_amendments.json").exists()
 
 
 def test_the_latest_registration_stands_for_the_judged_code():

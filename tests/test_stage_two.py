@@ -1,15 +1,18 @@
 """Stage 2 of a registered run (run/stage_two.py, tools/sequential.py --write): the rule's choice
 becomes stage-2 studies that train only the chosen conditions at the further seeds, split where a
 stage would pass the stage limit, and DVC stages of their own; before the look nothing changes."""
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from replication.run import stage_two
 from replication.run.config import ParamsError, read_params, resolve
+from tools import look
 from tools import sequential as tool
 
 from helpers import ROOT
@@ -118,7 +121,10 @@ def test_the_written_choice_reads_back_as_the_rule_chose(stage_one, tmp_path):
     assert "#   moco-momentum-long: m 0.99 vs m 0.999" in text and "other" not in text
     (tmp_path / "s.yaml").write_text(text)
     selection = stage_two.read_selection(tmp_path / "s.yaml")
-    assert selection.model_dump() == content
+    assert selection.model_dump(exclude_none=True) == content
+    interim = {"commit": "a" * 40, "claims_json_sha256": "b" * 64}            # --write names the interim analysis
+    (tmp_path / "s.yaml").write_text(tool.as_yaml(CHOSEN, {"chosen_from": interim, **content}))
+    assert stage_two.read_selection(tmp_path / "s.yaml").model_dump() == {"chosen_from": interim, **content}
     files = stage_two.extend(stage_one, selection)
     assert {p for p in files if "_stage2" in p} == {f"pretrain/{s}.json" for s in content["studies"]}
 
@@ -161,7 +167,7 @@ def test_the_look_is_made_once_after_stage_one_is_judged_and_committed(tmp_path,
     assert tool.ready_to_look("2026-12-04") is None
     (tmp_path / "analysis/stage_two.yaml").write_text(
         "stage_two:\n  seeds: [5]\n  studies: {a_stage2: {study: a, conditions: [c], seeds: [5]}}\n")
-    assert "already chosen" in tool.ready_to_look("2026-12-04")
+    assert "the look was already made" in tool.ready_to_look("2026-12-04")
 
 
 def test_the_judge_reads_a_conditions_stage_two_seeds_beside_stage_one(tmp_path):
@@ -194,3 +200,128 @@ def test_the_judge_reads_a_conditions_stage_two_seeds_beside_stage_one(tmp_path)
     (tmp_path / "results" / "evaluate" / "s_stage2" / "cb" / "seed_9.json").write_text("")
     with pytest.raises(InputError, match=r"rewrite it with `dvc repro -f evaluate_stage2@s_stage2`"):
         check_inputs(conditions, tmp_path)
+
+
+# ---------------------------------------------------------------- the look: made once, bound to its interim analysis
+
+RULE = [{"id": "x", "a": "a", "b": "b", "seeds_needed": 9, "capped": False, "conditions": ["simclr_tau01"],
+         "seeds": SEEDS}]          # what the rule chooses on the interim analysis (stubbed)
+
+
+def git(*args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def bound(commit, digest, first=SEEDS[:5], second=SEEDS[5:], seeds=SEEDS):
+    """A choice named by the interim analysis (commit, sha256): simclr_tau01 of temperature in two parts."""
+    return (f"stage_two:\n  chosen_from: {{commit: '{commit}', claims_json_sha256: '{digest}'}}\n  seeds: {seeds}\n"
+            "  studies:\n" + "".join(f"    temperature_stage2_{name}: {{study: temperature, conditions: [simclr_tau01], "
+                                      f"seeds: {part}}}\n" for name, part in (("a", first), ("b", second))))
+
+
+@pytest.fixture
+def interim(tmp_path, monkeypatch):
+    """A clone whose stage 1 is judged and committed (nothing chosen yet), the registry stubbed so
+    that the rule chooses simclr_tau01 at the further seeds: (the interim commit, its claims.json's sha256)."""
+    monkeypatch.chdir(tmp_path)
+    conditions = {"conditions": {"simclr_tau01": {"study": "temperature"}}}
+    for path, text in {"reports/claims.json": "[]\n", "analysis/stage_two.yaml": NOTHING_CHOSEN,
+                       "resolved/conditions.json": json.dumps(conditions)}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "stage 1: interim analysis")
+    registry = SimpleNamespace(rules={"sequential": {"stage_one_seeds": 5, "further_seeds": 10}}, claims=[])
+    monkeypatch.setattr(look, "load_registry", lambda: registry)
+    monkeypatch.setattr(look, "choose", lambda rules, claims, judged: RULE)
+    return git("rev-parse", "HEAD"), hashlib.sha256(b"[]\n").hexdigest()
+
+
+def test_the_rule_s_choice_bound_to_its_interim_analysis_passes(interim):
+    look.check_look()                                              # before the look: nothing to bind
+    stage_two.SELECTION.write_text(bound(*interim))
+    look.check_look()
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda c, d: bound(c, d, second=SEEDS[5:9]), "not the rule's choice on the interim analysis of commit"),
+    (lambda c, d: bound(c, d).replace("[simclr_tau01]", "[simclr_tau01, simclr_tau1]", 1),
+     "(simclr_tau1 of temperature differs)"),
+    (lambda c, d: bound(c, d, seeds=SEEDS + [15]), "(stage_two.seeds differs)"),
+    (lambda c, d: bound(c, d).split("    temperature_stage2_a")[0].replace("studies:", "studies: {}"),
+     "(simclr_tau01 of temperature differs)"),                    # emptied by hand
+    (lambda c, d: bound(c, "0" * 64), "chosen_from.claims_json_sha256: not the sha256 of reports/claims.json"),
+    (lambda c, d: bound("0" * 40, d), "stage_two.chosen_from.commit: 0000000 is not a commit of this branch"),
+    (lambda c, d: "\n".join(line for line in bound(c, d).splitlines() if "chosen_from" not in line) + "\n",
+     "stage_two.chosen_from: missing"),
+], ids=["seeds of a part", "a condition added", "a further seed added", "studies emptied", "another sha256",
+        "an unknown commit", "no binding"])
+def test_a_hand_edited_choice_stops_make_s_check_in_one_line(interim, edit, said):
+    stage_two.SELECTION.write_text(edit(*interim))
+    with pytest.raises(ParamsError) as e:
+        look.check_look()
+    assert str(e.value).startswith("analysis/stage_two.yaml: ") and said in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_choice_bound_to_an_analysis_made_after_the_look_is_refused(interim):
+    """The analysis it names must be an interim one: at its commit, nothing was chosen yet."""
+    stage_two.SELECTION.write_text(bound(*interim))
+    git("commit", "-qam", "the look")
+    stage_two.SELECTION.write_text(bound(git("rev-parse", "HEAD"), interim[1]))
+    with pytest.raises(ParamsError, match="is not an interim analysis"):
+        look.check_look()
+
+
+def test_a_second_look_is_refused_and_the_plain_form_says_where_the_first_was_made(interim, capsys):
+    """Once the file has chosen, --write is refused in one line, writing nothing, even after its studies
+    were emptied by hand and committed; the print-only form names the look's commit instead of choosing."""
+    commit, _ = interim
+    stage_two.SELECTION.write_text(bound(*interim))
+    git("commit", "-qam", "the look")
+    look_commit = git("rev-parse", "--short=7", "HEAD")
+    for emptied in (False, True):
+        if emptied:
+            stage_two.SELECTION.write_text(NOTHING_CHOSEN)
+            git("commit", "-qam", "emptied by hand")
+        before = stage_two.SELECTION.read_text()
+        with pytest.raises(SystemExit) as e:
+            tool.main(["--write"])
+        said = str(e.value.code)
+        assert said.startswith("error: analysis/stage_two.yaml") and "the look was already made on the interim " \
+            f"analysis of commit {commit[:7]}" in said and "\n" not in said
+        assert (f"(committed in {look_commit})" in said) == emptied
+        assert stage_two.SELECTION.read_text() == before
+        assert tool.main([]) is None
+        out = capsys.readouterr().out
+        assert out.count("\n") == 1 and "the look was already made" in out and "design:" not in out
+
+
+def test_a_choice_emptied_after_the_look_stops_make_s_check(interim):
+    stage_two.SELECTION.write_text(bound(*interim))
+    git("commit", "-qam", "the look")
+    stage_two.SELECTION.write_text(NOTHING_CHOSEN)
+    git("commit", "-qam", "emptied by hand")
+    with pytest.raises(ParamsError, match=r"^analysis/stage_two.yaml \(committed in \w{7}\): the look was already "
+                                          r"made .*; now it chooses nothing: restore that choice"):
+        look.check_look()
+
+
+def test_a_choice_committed_whole_without_its_history_cannot_be_checked(tmp_path, monkeypatch):
+    """A copy committed anew (no version of the file before the look) has no interim analysis to read."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "analysis").mkdir()
+    stage_two.SELECTION.write_text(bound("0" * 40, "0" * 64, second=SEEDS[5:9]))
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "a copy")
+    look.check_look()
+
+
+def test_the_committed_choice_is_the_rule_s_on_its_interim_analysis(monkeypatch):
+    """This repository's analysis/stage_two.yaml passes make's check against the git history."""
+    monkeypatch.chdir(ROOT)
+    if stage_two.read_selection().studies:
+        assert stage_two.read_selection().chosen_from is not None
+    look.check_look()

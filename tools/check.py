@@ -10,7 +10,8 @@ without end). The first problem is one line on stderr and exit status 2; nothing
   (tools/workspace.py);
 - params.yaml passes the config check, device: cuda only where torch sees a GPU (replication.run.config);
 - analysis/stage_two.yaml passes the same YAML checks, its types and the one name pattern
-  (replication.run.stage_two.read_selection);
+  (replication.run.stage_two.read_selection), and a choice in it is the sequential rule's on the
+  interim analysis it names (tools.look.check_look);
 - every committed JSON file under results/ and reports/ parses, and the times and steps of
   reports/stage_times.json and of the training records are in range (replication.committed).
 """
@@ -19,7 +20,7 @@ import sys
 from replication.committed import FileError, check_committed
 from replication.io import PIPELINE, require_inside
 from replication.run.config import ParamsError, load_params
-from replication.run.stage_two import read_selection
+from tools.look import check_look
 from tools.workspace import one_at_a_time
 
 INSIDE = (*PIPELINE, "dvc.yaml", "dvc.lock", "README.md", "analysis")   # what DVC and the tools read or write
@@ -30,7 +31,7 @@ def main():
     one_at_a_time()                 # none while another make entry changes the workspace; after a killed one, put back
     params = load_params()
     try:
-        read_selection()
+        check_look()                # reads it first (read_selection)
         check_committed()
     except (ParamsError, FileError) as e:
         print(f"error: {e}", file=sys.stderr)

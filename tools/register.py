@@ -19,7 +19,8 @@
         judge the committed results with the code as it is now; only when that gives a reports/
         claims.json byte-identical to the committed one, append a code amendment (the new hashes)
         to analysis/registration_amendments.json. Otherwise the edit changes a verdict: it is a
-        rule change, not a move.
+        rule change, not a move. Refused when no judged file differs from the registration (or its
+        latest code amendment): an amendment for nothing.
 Both amend the latest record (their `registration` is its date), and both need a WHAT and a WHY that
 say something; the two together, or --why alone, are refused in one line.
 """
@@ -32,10 +33,11 @@ from replication.io import require_inside, write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
 from replication.judge.record import CLAIMS, claims_text
-from replication.judge.registration import (CODE_AMENDMENTS, RESULTS_TREE, RegistrationError,
+from replication.judge.registration import (CODE_AMENDMENTS, JUDGE, RESULTS_TREE, RegistrationError,
                                             add_to_analysis_deps, all_code_amendments, amend_code, amend_rules,
                                             git, in_git, load, load_code_amendments, record_path, register, results_of,
-                                            results_snapshot, results_snapshot_at, rule_changes)
+                                            results_snapshot, results_snapshot_at, rule_changes,
+                                            unregistered_changes)
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import read_resolved
 
@@ -44,6 +46,9 @@ def code_moved(what, why):
     record = load()
     if record is None:
         raise RegistrationError(f"{record_path()}: no registration to amend; run `python -m tools.register` first")
+    if not unregistered_changes():
+        raise RegistrationError(f"{JUDGE}: every judged file is as registered on {record['date']} (or its latest code "
+                                "amendment); nothing moved, so there is nothing to amend")
     judged, _ = judge_registry(read_resolved("conditions"))
     committed = CLAIMS.read_text()
     if claims_text(judged) != committed:

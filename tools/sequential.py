@@ -6,12 +6,18 @@ the boundaries stage 2 is decided at. Reads reports/claims.json and analysis/cla
     python -m tools.sequential --write     # and write it to analysis/stage_two.yaml, once
 
 --write is the look: it needs stage 1 judged under the latest registration (reports/summary.json's
-registered_on) and committed, so that git shows the interim analysis before stage 2's seeds; and
-it never overwrites a choice already made. A study's further seeds are split into parts where one
-stage would pass the stage limit on the slowest CPU seen (its stage-1 runs' times, scaled by the
-plan's ratio to that CPU: reports/pilot/run_cost.json). Stage 2 then runs as DVC stages
-(run/stage_two.py): `make repro-stage STAGE=pretrain_stage2@<study>_stage2`, then evaluate_stage2@.
+registered_on) and committed, so that git shows the interim analysis before stage 2's seeds; the
+choice names that analysis (stage_two.chosen_from: its commit and reports/claims.json's sha256).
+The look is made once: once the file, or a version of it committed since the registration, has
+chosen, --write is refused and the plain form says where it was made (tools/look.py); before every
+DVC command make's check refuses a choice that is not the rule's on the interim analysis it names.
+
+A study's further seeds are split into parts where one stage would pass the stage limit on the
+slowest CPU seen (its stage-1 runs' times, scaled by the plan's ratio to that CPU:
+reports/pilot/run_cost.json). Stage 2 then runs as DVC stages (run/stage_two.py):
+`make repro-stage STAGE=pretrain_stage2@<study>_stage2`, then evaluate_stage2@.
 """
+import hashlib
 import json
 import subprocess
 import sys
@@ -21,15 +27,16 @@ import numpy as np
 
 from replication.io import atomic_path
 from replication.judge import sequential
-from replication.judge.measure import conditions_of
 from replication.judge.record import RecordError, as_dicts, read_claims
-from replication.judge.registration import load as load_registration
+from replication.judge.registration import RegistrationError, load as load_registration
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import ParamsError
-from replication.run.stage_two import SELECTION, part_names, read_selection
+from replication.run.stage_two import SELECTION, part_names
+from tools.look import CLAIMS, CONDITIONS, choose, look_made
+from tools.register import first_commit_with
 from tools.run_cost import OUT as PILOT, STAGE_LIMIT_MIN, makespan
 
-CLAIMS, SUMMARY, CONDITIONS = "reports/claims.json", "reports/summary.json", "resolved/conditions.json"
+SUMMARY = "reports/summary.json"
 
 
 def report(rules, claims, judged):
@@ -51,11 +58,6 @@ def report(rules, claims, judged):
     conditions = sorted({name for c in chosen for name in c["conditions"]})
     lines.append(f"{len(chosen)} contrasts selected; {len(conditions)} conditions x {design['further_seeds']} seeds")
     return lines
-
-
-def choose(rules, claims, judged):
-    """sequential.select on the judged claims: every candidate contrast, capped ones included."""
-    return sequential.select(judged, {c["id"]: c for c in claims}, rules["sequential"], conditions_of)
 
 
 def selection(chosen, study_of, design, minutes_of, slower, workers=2):
@@ -106,7 +108,10 @@ def as_yaml(chosen, content):
     flow = lambda values: f"[{', '.join(map(str, values))}]"
     studies = "".join(f"\n    {name}: {{study: {part['study']}, conditions: {flow(part['conditions'])}, "
                       f"seeds: {flow(part['seeds'])}}}" for name, part in content["studies"].items())
-    return (head + "# Chosen after stage 1 for these contrasts:\n" + "\n".join(why) + "\nstage_two:\n"
+    interim = content.get("chosen_from")          # quoted: a hash of digits alone would read as a number
+    bound = (f"  chosen_from: {{commit: '{interim['commit']}', claims_json_sha256: "
+             f"'{interim['claims_json_sha256']}'}}\n") if interim else ""
+    return (head + "# Chosen after stage 1 for these contrasts:\n" + "\n".join(why) + "\nstage_two:\n" + bound +
             f"  seeds: {flow(content['seeds'])}\n  studies:" + (studies or " {}") + "\n")
 
 
@@ -120,14 +125,23 @@ def ready_to_look(registry_date):
                            capture_output=True, text=True).stdout.strip()
     if dirty:
         return f"{CLAIMS}: stage 1's analysis is not committed; commit it first, so that git shows the look came first"
-    if read_selection().studies:
-        return f"{SELECTION}: the rule has already chosen; stage 2 runs what it names (the look is made once)"
+    if made := look_made():
+        return f"{made}; stage 2 runs what it names, and the look is not made again"
     return None
 
 
 def main(argv=sys.argv[1:]):
     if argv not in ([], ["--write"]):
         raise SystemExit("usage: python -m tools.sequential [--write]")
+    try:
+        made = look_made()
+    except (ParamsError, RegistrationError) as e:
+        raise SystemExit(f"error: {e}")
+    if made and argv:
+        raise SystemExit(f"error: {made}; the look is made once: stage 2 runs what it names")
+    if made:
+        print(f"{made}; the look is made once, so the rule chooses nothing new")
+        return
     try:
         registry = load_registry()
         judged = as_dicts(read_claims())
@@ -145,11 +159,17 @@ def main(argv=sys.argv[1:]):
         raise SystemExit(f"error: {e}")
     if why_not:
         raise SystemExit(f"error: {why_not}")
+    digest = hashlib.sha256(Path(CLAIMS).read_bytes()).hexdigest()
+    commit = first_commit_with(digest)
+    if commit is None:
+        raise SystemExit(f"error: {CLAIMS}: in no commit of this branch; commit stage 1's analysis first, so that "
+                         "git shows the look came after it")
     study_of = {name: info["study"] for name, info in json.loads(Path(CONDITIONS).read_text())["conditions"].items()}
     chosen = choose(registry.rules, registry.claims, judged)
     slower = json.loads(Path(PILOT, "run_cost.json").read_text())["slowest"]["ratio"]
     content = selection(chosen, study_of, registry.rules["sequential"],
                         lambda name: stage_one_minutes(study_of[name], name), slower)
+    content = {"chosen_from": {"commit": commit, "claims_json_sha256": digest}, **content}
     with atomic_path(SELECTION) as tmp:
         tmp.write_text(as_yaml(chosen, content), encoding="utf-8")
     print(f"wrote {SELECTION}: {len({c for part in content['studies'].values() for c in part['conditions']})} "

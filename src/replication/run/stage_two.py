@@ -11,11 +11,16 @@ and evaluate exactly as stage 1's (dvc.yaml). Their records go to results/pretra
 so that stage 1's are never rewritten, and resolved/conditions.json gives each chosen condition its
 `runs`: the seeds in each folder.
 
+The choice names the interim analysis it was made from (stage_two.chosen_from: the commit that
+wrote stage 1's reports/claims.json, and that file's sha256); tools/sequential.py refuses a second
+look and, before every DVC command (tools/check.py), a choice the rule does not give on it.
+
 Before the look the file chooses nothing, and resolve's output is stage 1's alone.
 """
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from ..io import STAGE_TWO_SUFFIX
 from ..schema import Strict, one_line
@@ -31,8 +36,17 @@ class Part(Strict):
     seeds: list[Seed]
 
 
+class Interim(Strict):
+    """The interim analysis a choice was made from: the commit that wrote stage 1's reports/claims.json,
+    and that file's sha256."""
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+    claims_json_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class StageTwo(Strict):
-    """analysis/stage_two.yaml's `stage_two`: every further seed, and the stage-2 studies by name."""
+    """analysis/stage_two.yaml's `stage_two`: the interim analysis it was chosen from (none before the
+    look), every further seed, and the stage-2 studies by name."""
+    chosen_from: Interim | None = None
     seeds: list[Seed]
     studies: dict[Name, Part]          # each a DVC stage's name and its command's argument (dvc.yaml)
 
@@ -42,7 +56,6 @@ def part_names(study, parts):
     if parts == 1:
         return [f"{study}{STAGE_TWO_SUFFIX}"]
     return [f"{study}{STAGE_TWO_SUFFIX}_{chr(ord('a') + i)}" for i in range(parts)]
-
 
 
 def read_selection(path=SELECTION):
