@@ -304,3 +304,24 @@ def test_mocos_horizons_are_read_in_steps_from_the_resolved_configuration(tmp_pa
     row = {"rule": "K = 16 x batch", "ours": "K = 1,024"}
     assert rd._with_rule(row, str) == "rule: K = 16 x batch; ours: K = 1,024"
     assert rd._with_rule({"rule": None, "ours": "x"}, str) == "x"
+
+
+def test_the_setup_table_gives_each_methods_learning_rate_as_its_runs_recorded_it():
+    trained = [{"lr_used": 0.005335, "config": {"method": "simclr", "loss": "nt_xent"}},
+               {"lr_used": 0.0026675, "config": {"method": "simclr", "loss": "nt_xent"}},
+               {"lr_used": 0.00070711, "config": {"method": "moco"}},
+               {"lr_used": 0.003, "config": {"method": "simclr", "loss": "logistic"}},
+               {"config": {"method": "supcon"}}]                  # a record without lr_used names no rate
+    assert rd.learning_rates(trained) == "moco 0.000707; simclr 0.00267 / 0.00534; simclr with logistic 0.003"
+
+
+def test_the_committed_setup_table_names_every_rate_the_runs_trained_at():
+    import json
+    records = [json.loads(p.read_text()) for p in (ROOT / "results" / "pretrain").glob("*/*/seed_*.json")]
+    claims_md = ROOT / "reports" / "claims.md"
+    if not records or not claims_md.exists():
+        pytest.skip("no committed results")
+    row = next(line for line in claims_md.read_text().splitlines() if line.startswith("| optimiser and schedule"))
+    for name_and_rates in rd.learning_rates(records).split("; "):      # e.g. 'moco 0.0003 / 0.000707'
+        assert name_and_rates in row
+    assert all(f"{r['lr_used']:.3g}" in row for r in records)

@@ -155,3 +155,19 @@ def test_the_scan_finds_a_reason_that_contradicts_its_interval():
     assert interval_words_against_figures("the interval [-8 points, -5 points] reaches across the margin ±2 points")
     assert interval_words_against_figures("96.9% interval -8.42 to -4.56 points lies below −2 points") == []
     assert interval_words_against_figures("the whole interval [-1, +1] lies inside the margin ±2") == []
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="no committed reports/claims.json")
+def test_the_first_screen_counts_what_the_labels_and_intervals_say():
+    """The summary's counts of intervals across the margin and of verdicts read before convergence are
+    the committed claims' own: the literature's judged claims whose shown interval reaches across
+    its margin, and those labelled not converged."""
+    from replication.judge.verdicts import where_interval_lies
+    literature = [c for c in rc.load_claims(COMMITTED) if c.get("origin") == "literature"
+                  and c["verdict"] in rc.JUDGED and "calibrated" not in c["labels"]]
+    across = sum(where_interval_lies(c["contrast"]["diff_ci95"][0], c["contrast"]["diff_ci95"][1],
+                                     c["contrast"]["margin"]).startswith("reaches")
+                 for c in literature if (c.get("contrast") or {}).get("diff_ci95"))
+    moving = sum("not converged" in c["labels"] for c in literature)
+    text = (ROOT / "reports" / "claims.md").read_text()
+    assert f"{across} intervals still reach across their margin, and {moving} verdicts were read before" in text
