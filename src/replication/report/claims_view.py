@@ -369,14 +369,14 @@ def sig(x, digits=4):
     return "–" if x is None else f"{x:.{digits}g}"
 
 
-def effect_text(effect, level=True):
+def effect_text(effect, with_level=True):
     """'+6.47 points [+5.29, +7.65] (97.7%)' for an effect of our_effect, its interval at the level of
-    the look that decided it where the contrast records one (`level`: named here); '–' for None."""
+    the look that decided it where the contrast records one (`with_level`: named here); '–' for None."""
     if not effect:
         return "–"
     interval = (f" [{effect['lo']:+.3g}, {effect['hi']:+.3g}]" if effect["lo"] is not None and effect["hi"] is not None
                 else "")
-    named = f" ({percent(effect['level'])})" if level and interval and effect.get("level") else ""
+    named = f" ({percent(effect['level'])})" if with_level and interval and effect.get("level") else ""
     return f"{effect['mean']:+.3g}{effect['unit']}{interval}{named}"
 
 
@@ -441,16 +441,16 @@ def shown_effects(claim):
     return [("", our_effect(claim))] + [(f"{c['b']}: ", effect_of(claim, c)) for c in others if effect_of(claim, c)]
 
 
-def ours(claim, level=True):
+def ours(claim, with_level=True):
     """Our effect in the claim's unit with its interval; every contrast of a claim that has several,
-    the deciding one first; the level of their looks once where they share it (`level`: named here);
+    the deciding one first; the level of their looks once where they share it (`with_level`: named here);
     our value for a claim without a paired effect."""
     effects = shown_effects(claim)
     if not effects[0][1]:
         return our_value(claim)
     shared = {e.get("level") for _, e in effects}
-    text = "; ".join(name + effect_text(e, level and len(shared) > 1) for name, e in effects)
-    return text + (f" ({percent(shared.pop())})" if level and len(shared) == 1 and None not in shared else "")
+    text = "; ".join(name + effect_text(e, with_level and len(shared) > 1) for name, e in effects)
+    return text + (f" ({percent(shared.pop())})" if with_level and len(shared) == 1 and None not in shared else "")
 
 
 def looks_level(claim):

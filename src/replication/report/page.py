@@ -146,7 +146,7 @@ def lore_table(claims, rules):
     level = lambda c: f", {rc.looks_level(c)}" if rc.looks_level(c) else ""
     rows = "".join(
         f"<tr><td><b>{esc(study)}</b><br>{link(c)}</td><td>{esc(rc.published_text(c))}<br><small>"
-        f"{esc(rc.published_setting(c))}</small></td><td>{esc(rc.ours(c, level=not rc.looks_level(c)))}<br><small>"
+        f"{esc(rc.published_setting(c))}</small></td><td>{esc(rc.ours(c, with_level=not rc.looks_level(c)))}<br><small>"
         f"{esc(at_text(c))}, {esc(runs_text(c))}{esc(level(c))}</small></td><td>{verdict_badge(c)}"
         + (f"<br><small>{esc(rc.magnitude_text(c))}</small>" if rc.magnitude_text(c) else "")
         + f"</td><td><small>{esc(', '.join(rc.tags(c)) or '–')}</small></td></tr>" for study, c in rc.lore(claims))
@@ -186,7 +186,7 @@ def lore_key(claims, rules):
     words = [rc.magnitude_text(c) for c in rows if rc.magnitude_text(c)] + [t for c in rows for t in rc.tags(c)]
     defined = dict.fromkeys(filter(None, map(term_of, words)))
     pairs += [(f"<i>{esc(term)}</i>", esc(text.format(level=level))) for term, text in defined]
-    return ("<p class='key'><b>Key</b> (each interval at the level of its look, named in its row). "
+    return (f"<p class='key'><b>Key</b> (an effect's interval: {esc(level)}, named in its row). "
             + "; ".join(f"{term}: {text}" for term, text in pairs)
             + ". Every rule in full: <a href='#sec-legend'>Legend</a>.</p>")
 
