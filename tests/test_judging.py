@@ -256,6 +256,7 @@ def test_a_registered_basis_judges_at_the_matched_rungs_and_keeps_equal_steps_as
     assert set(judged["convergence"]["arms"]) == {"b"} and "from 2,400 to 4,800 steps" in \
         judged["convergence"]["arms"]["b"]["moved"]
     assert judged["convergence"]["converged"] is None and "not measured" in judged["convergence"]["reason"]
+    assert judging.summary([judged])["labels"]["convergence_not_measured"] == 1      # counted where pages count
 
 
 def named(condition, key="at.{step}.h.linear"):

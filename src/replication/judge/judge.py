@@ -313,4 +313,8 @@ def summary(judged):
     out["labels"]["decided_on"] = sum(bool((c.get("robustness") or {}).get("decided_on")) for c in judged)
     out["labels"]["stand_in"] = sum(label.startswith("read on") for label in labels)
     out["labels"]["ruled_out"] = labels.count(verdicts.RULED_OUT)
+    # the convergence rule could not read these: no rung at the start of a deciding contrast's last doubling
+    out["labels"]["convergence_not_measured"] = sum(
+        c["verdict"] in verdicts.DECIDED and "convergence" in c and c["convergence"].get("converged") is None
+        for c in judged)
     return out

@@ -276,7 +276,9 @@ LABEL_COUNTS = {"robust": "robust", "depends_on": "depending on a choice", "reve
                 "decided_on": "undecided on the primary probe but decided on another",
                 "ruled_out": "undecided with the published size ruled out", "stand_in": "read on a stand-in probe",
                 "post_hoc": "post hoc", "calibrated": "calibrated (never counted as judged)",
-                "not_converged": "not converged", "unstable": "unstable",
+                "not_converged": "not converged",
+                "convergence_not_measured": "decided with convergence not measured (no rung where the last doubling starts)",
+                "unstable": "unstable",
                 "realisation": "judged against realisations of one seed", "underdetermined": "underdetermined"}
 
 
