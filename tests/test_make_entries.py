@@ -109,13 +109,9 @@ def session(pid):
     return alive
 
 
-def interrupted(tree, *args):
-    """make run until DVC's stand-in has started its stage command, then one Ctrl-C at the terminal
-    (SIGINT to the whole foreground process group): (make's status, stderr, what is left running)."""
-    # a terminal's Ctrl-C reaches processes whose SIGINT is not ignored; a test runner started in the
-    # background (`make test &`) ignores it, and every child would inherit that
-    started = make(tree, *args, "CHECK=true", start_new_session=True,
-                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+def wait_for_stage(tree, started):
+    """Block until DVC's stand-in in `tree` has started its stage command (it leaves stage_started),
+    then take the marker away; the test fails, and `started` is killed, if it never does."""
     deadline = time.monotonic() + 120
     while not (tree / "stage_started").exists() and time.monotonic() < deadline and started.poll() is None:
         time.sleep(0.05)
@@ -123,6 +119,16 @@ def interrupted(tree, *args):
         os.killpg(started.pid, signal.SIGKILL)
         pytest.fail(f"the stage never started: {started.communicate(timeout=60)}")
     (tree / "stage_started").unlink()
+
+
+def interrupted(tree, *args):
+    """make run until DVC's stand-in has started its stage command, then one Ctrl-C at the terminal
+    (SIGINT to the whole foreground process group): (make's status, stderr, what is left running)."""
+    # a terminal's Ctrl-C reaches processes whose SIGINT is not ignored; a test runner started in the
+    # background (`make test &`) ignores it, and every child would inherit that
+    started = make(tree, *args, "CHECK=true", start_new_session=True,
+                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    wait_for_stage(tree, started)
     time.sleep(0.3)
     os.killpg(started.pid, signal.SIGINT)
     _, err = started.communicate(timeout=120)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_make_entries import files, own_make_env, session, stand_in_tree
+from test_make_entries import files, own_make_env, session, stand_in_tree, wait_for_stage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,13 +52,7 @@ def make(tree, *args):
 def planning(tree):
     """`make exp` started and held in its planning, DVC's stand-in running its stage."""
     started = make(tree, "exp", "SET=evaluate.probe_steps=1000")
-    deadline = time.monotonic() + 120
-    while not (tree / "stage_started").exists() and time.monotonic() < deadline and started.poll() is None:
-        time.sleep(0.05)
-    if not (tree / "stage_started").exists():
-        os.killpg(started.pid, signal.SIGKILL)
-        pytest.fail(f"the stage never started: {started.communicate(timeout=60)}")
-    (tree / "stage_started").unlink()
+    wait_for_stage(tree, started)
     assert (tree / "params.yaml").read_bytes() != (ROOT / "params.yaml").read_bytes()     # mid-plan: edited
     return started
 

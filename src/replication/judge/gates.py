@@ -11,7 +11,8 @@ mean of g (at the registered level) exceeds r. Relative to headroom, so a contro
 still be judged.
 
 The last doubling of steps before a rung starts at the rung at half its steps, or the closest rung
-at or above half (previous_rung); convergence over it is judged on the contrast (verdicts.convergence).
+at or above half (previous_rung); convergence over it is judged on the contrast
+(verdicts.one_more_doubling).
 """
 from . import stats, verdicts
 from .measure import RUNG, read_record, record_paths, rung_of

@@ -107,7 +107,7 @@ def last_doubling(claim, root, rules, at=None, arms=None):
     read at (`at`: one step or {arm: step}; default the runs' budget; gates.previous_rung), on the
     claim's own figure (`eval.<figure>` or `at.{step}.<figure>`; a best_of arm on the candidate it
     chose there), for the arms named in `arms` (default every arm): {arm: {from_step, to_step,
-    before, after ({seed: value}), moving, moved}}, where `moved` describes its per-seed change in
+    before ({seed: value} at the start), moving, moved}}, where `moved` describes its per-seed change in
     the claim's unit ('moved +x [lo, hi] points from a to b steps', at the registered level) and
     `moving` says whether that interval lies beyond +-margin (descriptive: the rule reads the
     contrast, verdicts.one_more_doubling). An arm whose condition was evaluated at no rung that
@@ -137,7 +137,7 @@ def last_doubling(claim, root, rules, at=None, arms=None):
         if len(change) < 2:
             continue
         lo, hi = stats.t_interval(change, verdicts.level(rules))
-        ends[name] = {"from_step": start, "to_step": at_budget, "before": before, "after": after,
+        ends[name] = {"from_step": start, "to_step": at_budget, "before": before,
                       "moving": bool(lo > margin or hi < -margin),
                       "moved": f"moved {sum(change) / len(change) * scale:+.3g} [{lo * scale:+.3g}, "
                                f"{hi * scale:+.3g}]{unit} from {start:,} to {at_budget:,} steps"}

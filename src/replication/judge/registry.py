@@ -371,7 +371,7 @@ class Rules(Strict):
     max_seeds: Annotated[int, Field(ge=2)]
     failure_loss_fraction: Fraction
     alpha: Annotated[float, Field(gt=0, lt=0.5)]          # each one-sided test's level
-    convergence_fraction: NonNegative        # converged: moved less than this x margin over the last doubling
+    convergence_fraction: NonNegative        # registered for run 3; decides nothing since issue 70's amendment
     robustness: Robustness
     sequential: Sequential | None = None     # absent from the dumped rules when not given (their digest)
 
