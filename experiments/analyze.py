@@ -1,8 +1,9 @@
 """Stage analyze: judge every claim in analysis/claims.yaml against the pipeline's results.
 
-A registry mistake, or a file that differs from the registration record without a logged
-amendment, is a configuration error (exit 2); a missing, empty or partial result file stops the
-stage with the command that rewrites it (exit 1). Nothing is written on an error.
+A registry mistake, a file that differs from the registration record without a logged amendment, or
+judged code that gives other verdicts than its code amendment says is a configuration error (exit 2);
+a missing, empty or partial result file stops the stage with the command that rewrites it (exit 1).
+Nothing is written on an error.
 """
 import _interpreter  # noqa: F401  (experiments/_interpreter.py: the project's interpreter, or one line)
 import sys
@@ -11,8 +12,8 @@ from replication.io import stage_outputs, write_json
 from replication.judge.dvc_files import write_dvc_files
 from replication.judge.judge import judge_registry, summary
 from replication.judge.measure import InputError
-from replication.judge.record import write_claims
-from replication.judge.registration import RegistrationError, check_registered_code
+from replication.judge.record import claims_text, write_claims
+from replication.judge.registration import RegistrationError, check_code_amendment, check_registered_code
 from replication.judge.registry import RegistryError
 from replication.run.config import read_resolved
 
@@ -24,6 +25,7 @@ def main():
     try:
         check_registered_code()
         judged, record = judge_registry(read_resolved("conditions"))
+        check_code_amendment(claims_text(judged))
     except (RegistryError, RegistrationError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -206,6 +206,37 @@ def test_a_bad_stage_two_file_stops_make_before_dvc_reads_it(tree, content, said
     assert files(tree) == before
 
 
+# ---------------------------------------------------------------- dvc.lock (item 1)
+
+LOCKS = [  # (case, text, said)
+    ("an alias bomb", BOMB, "its aliases (*name) expand to more than"),
+    ("not a mapping of stages", "stages: [resolve, data]\n", "expected `stages:`, a mapping of DVC stages"),
+    ("a stage that is text", "schema: '2.0'\nstages:\n  resolve: done\n", "expected `stages:`"),
+    ("not YAML", "stages:\n  resolve: {cmd: [\n", "not valid YAML at line"),
+]
+
+
+@pytest.mark.parametrize("content,said", [c[1:] for c in LOCKS], ids=[c[0] for c in LOCKS])
+def test_a_bad_lock_stops_make_before_dvc_reads_it(tree, content, said):
+    (tree / "dvc.lock").write_text(content)
+    before = files(tree)
+    status, _, err = check(tree)
+    assert status != 0 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("error: dvc.lock: ") and said in err and "git checkout" in err, err
+    assert files(tree) == before
+
+
+def test_the_committed_lock_passes_and_the_tools_read_it_through_the_check(tree):
+    shutil.copyfile(ROOT / "dvc.lock", tree / "dvc.lock")
+    status, _, err = check(tree)
+    assert status == 0 and err == "", err
+    from replication.committed import read_lock
+    import tools.relock
+    import tools.repro
+    assert tools.repro.read_lock is read_lock and tools.relock.read_lock is read_lock
+    assert "resolve" in read_lock(ROOT / "dvc.lock")["stages"]
+
+
 # ---------------------------------------------------------------- files written through a link (item 4)
 
 @pytest.mark.parametrize("linked", ["README.md", "dvc.lock", "dvc.yaml"])

@@ -116,20 +116,69 @@ def test_registering_makes_the_analysis_and_report_depend_on_the_record(tmp_path
     with_record = [name for name, stage in stages.items() if "analysis/registration.json" in stage.get("deps", [])]
     assert sorted(with_record) == ["analyze", "report"]
 
+def amendment(root, record, **change):
+    """A code amendment as tools.register writes it: the judged code now, and the claims.json and
+    results the analysis last wrote and read (a move of code changes neither); `change` forges it."""
+    from replication.judge import registration
+    digest = hashlib.sha256((root / "reports" / "claims.json").read_bytes()).hexdigest()
+    honest = registration.amend_code(record, "moved", "test", digest, root, results=registration.results_snapshot(root))
+    return {**honest, **change}
+
+
 def test_moved_judging_code_stands_once_a_code_amendment_records_it(tmp_path, monkeypatch, capsys):
     from replication.judge import registration
     registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
     verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 2
     record = registration.load(tmp_path)
-    amendments = [registration.amend_code(record, "moved", "test", "0" * 64, tmp_path)]
+    amendments = [amendment(tmp_path, record)]
     (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps(amendments))
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 0, err
     verdicts.write_text(verdicts.read_text() + "# changed after the amendment\n")
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 2 and "verdicts.py: differs from the registration of" in err and "code amended" in err
+
+
+@pytest.mark.parametrize("forged", ["claims.json as before", "no results"])
+def test_a_forged_code_amendment_beside_edited_judging_code_is_refused(tmp_path, monkeypatch, capsys, forged):
+    """An amendment says 'verdicts identical'; the analysis checks it on the results it names instead
+    of trusting it. Judging code that gives another claims.json than the one the amendment names
+    (here: the amendment names the verdicts the code gave before it was edited, one reversed), or an
+    amendment naming no results, stops the analysis in one line, and nothing is written."""
+    from replication.judge import registration
+    registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    before = (tmp_path / "reports" / "claims.json").read_bytes()
+    judged_before_the_edit = before.replace(b'"reproduced"', b'"contradicted"', 1)
+    assert judged_before_the_edit != before
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# edited\n")
+    record = registration.load(tmp_path)
+    forgery = amendment(tmp_path, record, claims_json_sha256=hashlib.sha256(judged_before_the_edit).hexdigest(),
+                        **({"results": None} if forged == "no results" else {}))
+    (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps([forgery]))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    said = "names no results" if forged == "no results" else "says no verdict moved, but on the same results"
+    assert status == 2 and err.count("\n") == 1 and said in err and "registration_amendments.json" in err, err
+    assert (tmp_path / "reports" / "claims.json").read_bytes() == before
+
+
+def test_a_code_amendment_on_other_results_is_not_held_to_the_old_claims(tmp_path, monkeypatch, capsys):
+    """New results may move verdicts under amended code: the amendment's claims.json is checked only
+    on the results it names."""
+    from replication.judge import registration
+    registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# edited\n")
+    other = {"sha256": "a" * 64, "runs": 1, "stage_two_runs": 0}
+    (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps([amendment(
+        tmp_path, registration.load(tmp_path), claims_json_sha256="0" * 64, results=other)]))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 0, err
 
 
 def test_a_judging_module_added_after_registration_stops_the_analysis(tmp_path, monkeypatch, capsys):
@@ -157,6 +206,25 @@ def test_a_code_amendment_is_written_only_when_the_verdicts_are_identical(tmp_pa
     assert written[0]["verdicts_identical"] and written[0]["what"] == "moved"
 
 
+def test_a_code_amendment_on_a_full_disk_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    import errno
+    import os
+    from tools.register import main as register_main
+    registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
+    verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "replace", full)
+    assert register_main(["--code-moved", "moved", "--why", "test"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "registration_amendments.json: cannot write" in err and "disk space" in err, err
+    assert not (tmp_path / "analysis" / "registration_amendments.json").exists()
+    assert not list((tmp_path / "analysis").glob(".*.tmp"))
+
+
 def test_a_code_amendment_for_nothing_is_refused(tmp_path, monkeypatch, capsys):
     """--code-moved with every judged file as registered (or as last amended): one line, nothing written."""
     from tools.register import main as register_main
@@ -178,6 +246,7 @@ def test_the_latest_registration_stands_for_the_judged_code():
     from replication.judge import registration
     record, amendments = registration.load(ROOT), registration.load_code_amendments(ROOT)
     registration.check_code(record, amendments, ROOT)
+    registration.check_code_amendment((ROOT / "reports" / "claims.json").read_text(), ROOT)   # names the results
     assert all(a["registration"] == record["date"] for a in amendments)
     git = lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
     if record["run"] > 1:
@@ -479,6 +548,7 @@ def test_code_amendments_of_the_first_record_do_not_count_under_the_second(tmp_p
     from replication.judge import registration
     second_registered_world(tmp_path)
     first = registration.records(tmp_path)[0][1]
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
     verdicts.write_text(verdicts.read_text() + "\n# moved here\n")
     of_first = registration.amend_code(first, "moved", "test", "0" * 64, tmp_path)
@@ -486,7 +556,7 @@ def test_code_amendments_of_the_first_record_do_not_count_under_the_second(tmp_p
     assert registration.load_code_amendments(tmp_path) == []
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 2 and "verdicts.py: differs from the registration of" in err and "code amended" not in err
-    of_second = registration.amend_code(registration.load(tmp_path), "moved", "test", "0" * 64, tmp_path)
+    of_second = amendment(tmp_path, registration.load(tmp_path))
     (tmp_path / registration.CODE_AMENDMENTS).write_text(json.dumps([of_first, of_second]))
     assert [a["registration"] for a in registration.load_code_amendments(tmp_path)] == [of_second["registration"]]
     status, err = run_analyze(tmp_path, monkeypatch, capsys)

@@ -12,12 +12,13 @@ without end). The first problem is one line on stderr and exit status 2; nothing
 - analysis/stage_two.yaml passes the same YAML checks, its types and the one name pattern
   (replication.run.stage_two.read_selection), and a choice in it is the sequential rule's on the
   interim analysis it names (tools.look.check_look);
+- dvc.lock passes the same YAML checks and is a mapping of stages (replication.committed.read_lock);
 - every committed JSON file under results/ and reports/ parses, and the times and steps of
   reports/stage_times.json and of the training records are in range (replication.committed).
 """
 import sys
 
-from replication.committed import FileError, check_committed
+from replication.committed import FileError, check_committed, read_lock
 from replication.io import PIPELINE, require_inside
 from replication.run.config import ParamsError, load_params
 from tools.look import check_look
@@ -33,6 +34,7 @@ def main():
     try:
         check_look()                # reads it first (read_selection)
         check_committed()
+        read_lock()                 # DVC reads it next
     except (ParamsError, FileError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

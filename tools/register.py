@@ -29,7 +29,7 @@ import hashlib
 import json
 import sys
 
-from replication.io import require_inside, write_json
+from replication.io import WriteError, require_inside, write_json
 from replication.judge.judge import judge_registry
 from replication.judge.measure import InputError
 from replication.judge.record import CLAIMS, claims_text
@@ -54,7 +54,8 @@ def code_moved(what, why):
     if claims_text(judged) != committed:
         raise RegistrationError(f"{CLAIMS}: the code as it is now judges the committed results differently; "
                                 "a change that moves a verdict is a rule change, not a move (register again)")
-    amendment = amend_code(record, what, why, hashlib.sha256(committed.encode()).hexdigest())
+    amendment = amend_code(record, what, why, hashlib.sha256(committed.encode()).hexdigest(),
+                           results=results_snapshot())
     write_json(CODE_AMENDMENTS, [*all_code_amendments(), amendment])
     return amendment
 
@@ -179,10 +180,10 @@ def main(argv):
             return 0
         registered = load_registry("analysis/claims.yaml", read_resolved("conditions")["conditions"])
         path, record = register(registered.rules, registered.claims, previous=previous_run())
-    except (RegistryError, RegistrationError, InputError) as e:
+        deps = " and added it to the analyze and report stages' deps in dvc.yaml" if add_to_analysis_deps() else ""
+    except (RegistryError, RegistrationError, InputError, WriteError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    deps = " and added it to the analyze and report stages' deps in dvc.yaml" if add_to_analysis_deps() else ""
     print(f"wrote {path}{deps}: {len(record['claims'])} claims registered for run {record.get('run', 1)} on "
           f"{record['date']}; commit it before the run")
     return 0

@@ -21,10 +21,11 @@ same files for every profile; otherwise rerun the stages (`make repro-stage STAG
 import sys
 from pathlib import Path
 
+from replication.committed import FileError, read_lock
 from replication.io import require_inside
 from replication.judge.registration import RegistrationError, unregistered_changes
 from tools.check import INSIDE
-from tools.repro import MISSING, read_lock, recorded, stage_status
+from tools.repro import MISSING, recorded, stage_status
 from tools.workspace import one_at_a_time
 
 CODE = ("src/", "experiments/", "analysis/", "tools/")
@@ -92,10 +93,11 @@ def main(argv):
     one_at_a_time()
     try:
         registered = unregistered_changes()
-    except RegistrationError as e:
+        lock = read_lock()
+    except (RegistrationError, FileError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    ok, left = relockable(stage_status(), read_lock(), moved="--moved" in argv, registered=registered)
+    ok, left = relockable(stage_status(), lock, moved="--moved" in argv, registered=registered)
     for stage in ok:
         print(f"{'recorded' if '--write' in argv else 'would record'}: {stage} (edited code only)")
     for stage, why in left.items():

@@ -33,8 +33,8 @@ from pathlib import Path
 import psutil
 import yaml
 
-from replication.committed import FileError, read_stage_times
-from replication.io import load_yaml, require_inside
+from replication.committed import FileError, read_lock, read_stage_times
+from replication.io import WriteError, atomic_path, load_yaml, require_inside
 from tools.check import INSIDE
 from tools.workspace import Stopped, one_at_a_time, saved, signals_stop
 
@@ -114,10 +114,6 @@ def run_resolve(quiet=False):
 def stage_status():
     """{stage: [change, ...]} from `dvc status --json`; a change is a dict of one kind of change."""
     return json.loads(dvc("status", "--json", capture=True) or "{}")
-
-
-def read_lock(path="dvc.lock"):
-    return yaml.safe_load(Path(path).read_text()) if Path(path).exists() else {}
 
 
 def recorded(lock):
@@ -384,7 +380,8 @@ def plan_experiment(sets):
     SIGTERM, SIGHUP; after SIGKILL, by the next make entry: tools/workspace.py)."""
     text = with_values(Path("params.yaml").read_text(), sets)
     with saved(PUT_BACK):
-        Path("params.yaml").write_text(text)
+        with atomic_path("params.yaml") as tmp:
+            tmp.write_text(text)
         run_resolve(quiet=True)
         return plan(stage_status(), read_lock())
 
@@ -423,6 +420,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt as e:
         print(interrupted(e), file=sys.stderr)
         raise SystemExit(130) from None
-    except FileError as e:
+    except (FileError, WriteError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replication.io import atomic_path
+from replication.io import WriteError, atomic_path
 from replication.judge import sequential
 from replication.judge.record import RecordError, as_dicts, read_claims
 from replication.judge.registration import RegistrationError, load as load_registration
@@ -170,8 +170,11 @@ def main(argv=sys.argv[1:]):
     content = selection(chosen, study_of, registry.rules["sequential"],
                         lambda name: stage_one_minutes(study_of[name], name), slower)
     content = {"chosen_from": {"commit": commit, "claims_json_sha256": digest}, **content}
-    with atomic_path(SELECTION) as tmp:
-        tmp.write_text(as_yaml(chosen, content), encoding="utf-8")
+    try:
+        with atomic_path(SELECTION) as tmp:
+            tmp.write_text(as_yaml(chosen, content), encoding="utf-8")
+    except WriteError as e:
+        raise SystemExit(f"error: {e}") from None
     print(f"wrote {SELECTION}: {len({c for part in content['studies'].values() for c in part['conditions']})} "
           f"conditions in {len(content['studies'])} stage-2 studies; run `dvc repro resolve`, then each one's "
           "pretrain_stage2@ and evaluate_stage2@ stage")

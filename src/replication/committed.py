@@ -13,12 +13,14 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .io import inside
-from .run.config import MAX_STEPS
+from .run.config import MAX_STEPS, ParamsError, read_yaml
 from .schema import one_line
 
 STAGE_TIMES = Path("reports/stage_times.json")
 COMMITTED_JSON = ("results", "reports")
 TRAINING_RECORD = re.compile(r"results/pretrain/[^/]+/[^/]+/seed_\d+\.json")   # run/train.py's records
+LOCK = Path("dvc.lock")
+LOCK_MAX_BYTES = 20_000_000     # DVC's record of every stage: 357 kB for run 3's 150 stages
 MAX_SECONDS = 30 * 24 * 3600    # a month: far above any stage or run of any profile (the longest, hours)
 
 
@@ -101,6 +103,23 @@ def read_stage_times(path=STAGE_TIMES):
 def read_training(path):
     """A training record, its times checked (TrainingTimes)."""
     return checked(path, read_json(path), TrainingTimes)
+
+
+def read_lock(path=LOCK):
+    """dvc.lock (DVC writes it; tools.repro and tools.relock read its stages), with the YAML checks of
+    params.yaml (run/config.read_yaml: size, aliases, keys given twice) and its shape (a mapping of
+    stages, each a mapping); {} where there is none yet. FileError (one line) otherwise."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        lock = read_yaml(path, max_bytes=LOCK_MAX_BYTES)
+    except ParamsError as e:
+        raise FileError(str(e) if "git checkout" in str(e) else f"{e}; {_restore(path)}") from None
+    stages = lock.get("stages") if isinstance(lock, dict) else None
+    if not isinstance(stages, dict) or not all(isinstance(s, dict) for s in stages.values()):
+        raise FileError(f"{path}: expected `stages:`, a mapping of DVC stages, each a mapping; {_restore(path)}")
+    return lock
 
 
 def check_committed(tops=COMMITTED_JSON):

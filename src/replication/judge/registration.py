@@ -34,7 +34,7 @@ from typing import Annotated
 
 from pydantic import Field, ValidationError
 
-from ..io import is_stage_two, sha256, write_json
+from ..io import atomic_path, is_stage_two, sha256, write_json
 from ..schema import Strict, one_line
 from .measure import in_path_form, producing_stage
 from .registry import Date, Verdict, declared_gates
@@ -163,7 +163,7 @@ class CodeAmendment(Strict):
     # a rule change: each claim amended after the registration, the verdict its registered text had
     # under the frozen code (claims.json's frozen_verdict), which today's code can no longer give
     registered_claim_verdicts: dict[str, Verdict] | None = None
-    results: Results | None = None       # a rule change: the results its frozen verdicts were judged on
+    results: Results | None = None       # the results its claims.json (a move) or frozen verdicts (a rule change) come from
     # the results of earlier rule changes of the same registration that predate `results`, by the
     # sha256 of the claims.json they froze (established from git's history by tools/register.py)
     earlier_results: dict[str, Results] | None = None
@@ -213,7 +213,8 @@ def add_to_analysis_deps(dvc_yaml="dvc.yaml", record=None):
         text = text[:anchor] + f"      - {record}\n" + text[anchor:]
         changed = True
     if changed:
-        path.write_text(text)
+        with atomic_path(path) as tmp:
+            tmp.write_text(text)
     return changed
 
 
@@ -237,12 +238,34 @@ def frozen_files(record, amendments):
     return {path: digest for path, digest in files.items() if path != str(REGISTRY)}
 
 
-def amend_code(record, what, why, claims_sha256, root=".", date=None):
-    """A code amendment: the judged code as it is now, which judged the committed results to the
-    same reports/claims.json (claims_sha256) as the code it replaces."""
+def amend_code(record, what, why, claims_sha256, root=".", date=None, results=None):
+    """A code amendment: the judged code as it is now, which judged the committed results (`results`:
+    results_snapshot) to the same reports/claims.json (claims_sha256) as the code it replaces."""
     return {"date": date or datetime.date.today().isoformat(), "registration": record["date"], "what": what,
             "why": why, "verdicts_identical": True, "claims_json_sha256": claims_sha256,
-            "sha256": {path: sha256(Path(root, path)) for path in judged_code(root)}}
+            "sha256": {path: sha256(Path(root, path)) for path in judged_code(root)},
+            **({"results": results} if results else {})}
+
+
+def check_code_amendment(claims_json, root="."):
+    """RegistrationError unless the latest code amendment's claim holds: an amendment that says the
+    judged code moved with every verdict identical must name the results it was judged on, and on
+    those results the code now gives its reports/claims.json (`claims_json`, the text about to be
+    written) byte for byte. A record is not trusted: a hand-written one beside edited judging code
+    is refused here. On other results (a new run) the data may move verdicts, and nothing is checked."""
+    amendments = load_code_amendments(root)
+    latest = amendments[-1] if amendments else None
+    if not latest or not latest["verdicts_identical"]:
+        return
+    which = f"{CODE_AMENDMENTS}: the latest code amendment ({latest['date']}, \"{latest['what'][:50]}...\")"
+    if not latest.get("results"):
+        raise RegistrationError(f"{which} names no results it was judged on, so its claim of identical verdicts "
+                                "cannot be checked; amendments are written by `python -m tools.register`")
+    if latest["results"] == results_snapshot(root) and \
+            hashlib.sha256(claims_json.encode()).hexdigest() != latest["claims_json_sha256"]:
+        raise RegistrationError(f"{which} says no verdict moved, but on the same results the judged code writes "
+                                "another reports/claims.json; restore the judged code, or record the change with "
+                                "`python -m tools.register --rules-changed`")
 
 
 def amend_rules(record, what, why, frozen_verdicts, claims_sha256, root=".", date=None,

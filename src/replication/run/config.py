@@ -776,15 +776,15 @@ def _with_profile(raw, profile, source):
     return params
 
 
-def read_yaml(path):
-    """A YAML file that DVC or a tool reads (params.yaml, analysis/stage_two.yaml: DVC's own reader
-    expands an alias bomb without end), or ParamsError naming it: missing or unreadable, over
-    MAX_BYTES, not UTF-8, a key given twice, aliases that expand without bound, not YAML."""
+def read_yaml(path, max_bytes=MAX_BYTES):
+    """A YAML file that DVC or a tool reads (params.yaml, analysis/stage_two.yaml, dvc.lock: DVC's own
+    reader expands an alias bomb without end), or ParamsError naming it: missing or unreadable, over
+    max_bytes, not UTF-8, a key given twice, aliases that expand without bound, not YAML."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise ParamsError(f"{path}: {path.stat().st_size:,} bytes, over the {MAX_BYTES:,} a YAML file of the "
-                              "project may have (MAX_BYTES in run/config.py); restore it (git checkout)")
+        if path.stat().st_size > max_bytes:
+            raise ParamsError(f"{path}: {path.stat().st_size:,} bytes, over the {max_bytes:,} such a file of the "
+                              "project may have (run/config.py, committed.py); restore it (git checkout)")
         return load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
