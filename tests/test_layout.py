@@ -108,3 +108,57 @@ def test_the_judged_code_is_all_the_judging_package_imports():
                 assert (node.module or "").split(".")[0] in shared, f"{path.name} imports ..{node.module}"
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("replication"):
                 raise AssertionError(f"{path.name} imports {node.module}: import within the package, relatively")
+
+
+def project_imports(path):
+    """The project modules (dotted, under replication) a module imports anywhere in its code, inside a
+    function too: an import hidden in a function still ties the two modules together."""
+    package = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts)
+    if path.name == "__init__.py":
+        package += ".__init__"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:-node.level] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            names = [module, *(f"{module}.{a.name}" for a in node.names)]     # a module, or a name in one
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found |= {n for n in names if n.startswith("replication.")}
+    return found
+
+
+def import_cycle(graph):
+    """One cycle of module names in {module: imported modules}, or None."""
+    done, path = set(), []
+
+    def visit(module):
+        if module in path:
+            return path[path.index(module):] + [module]
+        if module in done:
+            return None
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            cycle = visit(target)
+            if cycle:
+                return cycle
+        path.pop()
+        done.add(module)
+        return None
+    return next((c for c in map(visit, sorted(graph)) if c), None)
+
+
+def test_no_module_imports_itself_through_others():
+    """Modules, not only the houses, form no import cycle (an import inside a function counts)."""
+    modules = {".".join(p.relative_to(ROOT / "src").with_suffix("").parts).removesuffix(".__init__"): p
+               for p in (ROOT / "src" / "replication").rglob("*.py")}
+    graph = {name: {m for m in project_imports(path) if m in modules and m != name} for name, path in modules.items()}
+    cycle = import_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_finds_a_cycle_and_passes_a_tree():
+    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None

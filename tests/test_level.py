@@ -1,11 +1,11 @@
-"""The confidence level has one source, rules.alpha (analysis/claims.yaml): with another alpha, every
+"""The confidence level has one source, rules.alpha (analysis/rules.yaml): with another alpha, every
 interval the judging writes and every page, table and rule that names the level follows, and no
 module types the registered level."""
 from pathlib import Path
 
 import pytest
 
-from replication.judge import judge as judging, verdicts
+from replication.judge import judge as judging, sequential, verdicts
 from replication.report import claims_view as rc, markdown, page
 from tools import readme
 
@@ -38,7 +38,7 @@ def test_every_rendered_level_follows_alpha(results, tmp_path):  # noqa: F811
     literature["contrast"]["level"] = paired["contrast"]["level"]          # as the judging writes it at this alpha
     documents = {**claim("doc", "exact match", 0.0, section="toy2d"), "contrast": None}
     shown = {
-        "rule table": " ".join(rule for _, rule in verdicts.verdict_rules(NINETY)),
+        "rule table": " ".join(rule for _, rule in verdicts.verdict_rules(*sequential.level_texts(NINETY))),
         "paired note": paired["note"], "interval note": interval["note"], "single-run note": single["note"],
         "reason": rc.reason(paired),
         "legend": page.legend(NINETY),

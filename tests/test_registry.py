@@ -6,7 +6,10 @@ import runpy
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import judged_claims
+
+from replication.judge.registry import RegistryError, load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "analysis" / "claims.yaml"
@@ -284,7 +287,6 @@ def test_a_claims_origin_is_its_sections(tmp_path, monkeypatch, capsys):
 
 
 def test_the_committed_registry_is_valid():
-    from replication.judge.registry import load_registry
     rules, claims, sections, _ = load_registry(REGISTRY)
     assert len(claims) > 80 and rules["alpha"] == 0.025
     assert [s["id"] for s in sections][:4] == ["ntxent-example", "tiny-simclr", "toy2d", "analytic"]
@@ -294,7 +296,6 @@ def test_the_sequential_rule_is_read_when_given_and_absent_from_the_rules_digest
     """The latest registration's rules digest is the committed registry's; a registry without a
     sequential rule dumps none (registration 2's digest stays the one it registered)."""
     from replication.judge.registration import _digest, load
-    from replication.judge.registry import load_registry
     assert _digest(load_registry(REGISTRY).rules) == load(ROOT)["rules_sha256"]
     design = ("  sequential: {stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock, "
               "conditions_at_most: 12, first: []}\n")
@@ -308,7 +309,6 @@ def test_the_sequential_rule_is_read_when_given_and_absent_from_the_rules_digest
 
 
 def test_a_shared_amendment_is_written_out_in_every_claim_that_names_it(tmp_path):
-    from replication.judge.registry import load_registry
     shared = ("amendments:\n  margin-up:\n    date: '2026-12-01'\n    what: margin 0.01 -> 0.02\n    why: test\n")
     registry = RULES + shared + "claims:\n" + PAIRED.replace(
         "  margin: 0.02\n", "  margin: 0.02\n  amended: [{ref: margin-up, previous_verdict: inconclusive}]\n") + BOUND
@@ -373,3 +373,31 @@ def test_an_empty_registry_is_refused(tmp_path, monkeypatch, capsys):
     write_world(tmp_path, RULES + "claims: []\n")
     status, err = run_analyze(tmp_path, monkeypatch, capsys)
     assert status == 2 and "claims: the registry holds no claim" in err
+
+
+# ---------------------------------------------------------------- the claims file and its shared rules
+
+def test_the_claims_file_opens_with_its_claims_and_the_rules_live_beside_it():
+    """analysis/claims.yaml holds the claims only (its first key, after its header); the rules,
+    sections and amendments they share are in analysis/rules.yaml, and the two load as one registry."""
+    from replication.judge.registry import SHARED_KEYS, rules_path
+    first_key = next(line for line in REGISTRY.read_text().splitlines() if line and not line.startswith("#"))
+    assert first_key == "claims:"
+    assert set(yaml.safe_load(REGISTRY.read_text())) == {"claims"}
+    assert set(yaml.safe_load(rules_path(REGISTRY).read_text())) == set(SHARED_KEYS)
+    registry = load_registry(REGISTRY)
+    assert registry.rules["alpha"] and registry.sections and registry.claims
+
+
+def test_split_and_single_file_registries_load_alike_and_a_key_in_both_is_refused(tmp_path):
+    single = tmp_path / "single" / "claims.yaml"
+    single.parent.mkdir()
+    single.write_text(RULES + "claims:\n" + PAIRED)
+    split = tmp_path / "split" / "claims.yaml"
+    split.parent.mkdir()
+    split.write_text("claims:\n" + PAIRED)
+    (split.parent / "rules.yaml").write_text(RULES)
+    assert load_registry(single) == load_registry(split)
+    split.write_text(RULES + "claims:\n" + PAIRED)
+    with pytest.raises(RegistryError, match=r"claims.yaml: `rules` is also in .*rules.yaml; keep it in .*rules.yaml only"):
+        load_registry(split)

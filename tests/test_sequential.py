@@ -153,7 +153,7 @@ def test_a_paired_interval_is_named_at_the_level_of_the_look_that_decided_it():
         == "97.7% at 5 seeds, 96.9% at 15"
     assert sequential.level_text({"alpha": 0.025}) == "95%"
     assert sequential.one_sided_text({"alpha": 0.025}) == "2.5%"
-    assert "(97.7% at 5 seeds, 96.9% at 15)" in verdicts.verdict_rules(rules)[0][1]
+    assert "(97.7% at 5 seeds, 96.9% at 15)" in verdicts.verdict_rules(*sequential.level_texts(rules))[0][1]
 
 
 def test_every_look_the_design_makes_has_its_own_boundary_and_no_other_count_of_seeds_is_decided():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from replication.judge import stats, verdicts
+from replication.judge import sequential, stats, verdicts
 
 from test_claims import RULES     # the registered rules: their level is every interval's
 
@@ -52,7 +52,7 @@ def test_the_decision_table_is_symmetric(ci, margin, expected):
 
 
 def test_verdict_rules_are_listed_once_for_readers():
-    names = [v for v, _ in verdicts.verdict_rules(RULES)]
+    names = [v for v, _ in verdicts.verdict_rules(*sequential.level_texts(RULES))]
     assert names == ["reproduced", "contradicted", "no meaningful effect", "inconclusive", "not testable here"]
 
 

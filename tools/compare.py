@@ -35,7 +35,7 @@ claims, in this order:
 Below the table, every arm new since OLD with its cost: steps to its last rung x batch x seeds
 (images drawn), and the training time its records measured (with their CPU). Judging code that
 changed for every claim (how gates, bases or families are computed) is not told apart here; the
-amendments in claims.yaml name it.
+amendments in analysis/rules.yaml name it.
 """
 import json
 import re

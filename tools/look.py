@@ -127,7 +127,7 @@ def check_look():
     except (RegistryError, RecordError) as e:
         raise ParamsError(str(e)) from None
     if "sequential" not in registry.rules:
-        raise ParamsError(f"{where}: analysis/claims.yaml registers no sequential rule to check the choice against")
+        raise ParamsError(f"{where}: analysis/rules.yaml registers no sequential rule to check the choice against")
     study_of = {name: info["study"] for name, info in json.loads(Path(CONDITIONS).read_text())["conditions"].items()}
     rule = {(study_of.get(name), name): set(c["seeds"]) for c in choose(registry.rules, registry.claims, judged)
             if not c["capped"] for name in c["conditions"]}

@@ -190,11 +190,11 @@ def benchmarks_block():
 def verdicts_block(rules):
     """The verdict table at the registry's level, from the one list the analysis applies
     (src/replication/judge/verdicts.py)."""
-    from replication.judge.sequential import level_text
+    from replication.judge.sequential import level_text, level_texts
     from replication.judge.verdicts import verdict_rules
     rows = [f"| verdict | rule (d: paired per-seed effect in the claimed direction, [lo, hi] its interval "
             f"({level_text(rules)}), m the margin) |", "|---|---|"]
-    return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in verdict_rules(rules)])
+    return "\n".join(rows + [f"| {verdict} | {rule} |" for verdict, rule in verdict_rules(*level_texts(rules))])
 
 
 def steps_block():

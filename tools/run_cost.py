@@ -9,7 +9,7 @@ precision, and the default arm in fp32, into reports/pilot/step_time.json. A run
 Evaluation costs a fixed amount per checkpoint and more at the budget (fitted to the reference run's
 evaluation records, the first registered run at COMMIT), scaled by the default arm's fp32 step here
 against its step there. Stage minutes: the stage's runs handed out longest first to `workers`
-processes (`makespan`). Stage 2 (rules.sequential in analysis/claims.yaml) runs at most
+processes (`makespan`). Stage 2 (rules.sequential in analysis/rules.yaml) runs at most
 `conditions_at_most` conditions for `further_seeds` more seeds each: its cap is costed at the dearest
 conditions. The slowest CPU seen (SLOWEST) is reached by the ratio of its fp32 step of the default arm
 to this CPU's. Writes reports/pilot/run_cost.json and run_cost.md.

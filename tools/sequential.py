@@ -148,7 +148,7 @@ def main(argv=sys.argv[1:]):
     except (RegistryError, RecordError) as e:
         raise SystemExit(f"error: {e}")
     if "sequential" not in registry.rules:
-        raise SystemExit("error: analysis/claims.yaml: rules.sequential: no sequential rule is registered; add "
+        raise SystemExit("error: analysis/rules.yaml: rules.sequential: no sequential rule is registered; add "
                          "stage_one_seeds, further_seeds, seeds_needed_at_most and spending before the first look")
     print("\n".join(report(registry.rules, registry.claims, judged)))
     if not argv:

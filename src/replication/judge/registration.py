@@ -37,7 +37,7 @@ from pydantic import Field, ValidationError
 from ..io import atomic_path, is_stage_two, sha256, write_json
 from ..schema import Strict, one_line
 from .measure import in_path_form, producing_stage
-from .registry import Date, Verdict, declared_gates
+from .registry import Date, Verdict, declared_gates, rules_path
 
 RECORD = Path("analysis/registration.json")          # the first record; run n's: path_of(n)
 REGISTRY = Path("analysis/claims.yaml")
@@ -457,7 +457,7 @@ def check_claims(record, rules, claims, withdrawn=None):
     Claims are compared in path form (measure.in_path_form): an arm that names its condition reads
     the same runs as the pattern registered for it, and is the same claim."""
     if _digest(rules) != record["rules_sha256"]:
-        raise RegistrationError(f"{REGISTRY}: rules differ from the registration of {record['date']}; "
+        raise RegistrationError(f"{rules_path(REGISTRY)}: rules differ from the registration of {record['date']}; "
                                 "restore them, or register again before the run")
     run = record.get("run", 1)
     present = {c["id"] for c in claims}

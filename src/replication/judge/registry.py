@@ -1,5 +1,5 @@
-"""The claims registry's schema (analysis/claims.yaml): what a claim may say, checked before any
-claim is judged.
+"""The claims registry's schema (analysis/claims.yaml, its claims; analysis/rules.yaml, the rules,
+sections and amendments they share): what a claim may say, checked before any claim is judged.
 
 Rule: a registry entry is valid only when every key is known for its kind, every value has its
 type and range (margins and tolerances >= 0, `direction` and `kind` from their lists, ids unique
@@ -487,31 +487,61 @@ class Registry(NamedTuple):
 
 
 KEYS = ("rules", "sections", "amendments", "claims")
+SHARED_KEYS = KEYS[:3]          # what RULES_FILE holds beside the claims file, when it is there
+RULES_FILE = "rules.yaml"       # the shared rules, sections and amendments: analysis/rules.yaml
 
 
-def load_registry(path="analysis/claims.yaml", conditions=None):
-    """The registry: its rules, its claims and its sections (a Registry). With `conditions`
-    (params.yaml's, {name: {study, ...}}), every condition a claim names is checked too. Raises
-    RegistryError with one line."""
+def rules_path(path="analysis/claims.yaml"):
+    """The file beside the claims file that holds the shared rules, sections and amendments."""
+    return Path(path).with_name(RULES_FILE)
+
+
+def _read(path):
     try:
-        registry = load_yaml(Path(path).read_text(encoding="utf-8"))
+        return load_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RegistryError(f"{path}: file not found") from None
     except UnicodeDecodeError:
         raise RegistryError(f"{path}: not UTF-8 text") from None
     except Exception as e:                     # yaml.YAMLError, DuplicateKeyError
         raise RegistryError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+
+
+def _read_registry(path):
+    """(registry, shared_path): the claims file's keys, and the shared ones (rules, sections,
+    amendments) from RULES_FILE beside it where there is one (else from the claims file itself, as
+    a registry of one file, like every revision before the split, has them); shared_path is the file
+    they came from. A key in both files is refused: each has one home."""
+    registry = _read(path)
+    shared_path = rules_path(path)
+    if not shared_path.exists() or not isinstance(registry, dict):
+        return registry, path
+    shared = _read(shared_path)
+    if not isinstance(shared, dict) or not set(shared) <= set(SHARED_KEYS):
+        raise RegistryError(f"{shared_path}: expected the keys `rules`, `sections` and optionally `amendments`")
+    twice = sorted(set(shared) & set(registry))
+    if twice:
+        raise RegistryError(f"{path}: `{twice[0]}` is also in {shared_path}; keep it in {shared_path} only")
+    return {**shared, **registry}, shared_path
+
+
+def load_registry(path="analysis/claims.yaml", conditions=None):
+    """The registry: its rules, its claims and its sections (a Registry), from the claims file and
+    the shared rules beside it (_read_registry). With `conditions` (params.yaml's, {name: {study,
+    ...}}), every condition a claim names is checked too. Raises RegistryError with one line."""
+    registry, shared_path = _read_registry(path)
     if not isinstance(registry, dict) or not {"rules", "sections", "claims"} <= set(registry) <= set(KEYS) or \
             not isinstance(registry["claims"], list) or not isinstance(registry["rules"], dict) or \
             not isinstance(registry["sections"], list) or not isinstance(registry.get("amendments") or {}, dict):
         raise RegistryError(f"{path}: expected the keys `rules` (a mapping), `sections` (a list), `claims` (a list) "
-                            "and optionally `amendments` (a mapping of id to amendment)")
+                            "and optionally `amendments` (a mapping of id to amendment), all but `claims` in "
+                            f"{rules_path(path)} where it exists")
     try:
         rules = Rules(**registry["rules"])
     except ValidationError as e:
-        raise RegistryError(one_line(e, f"{path}: rules")) from None
-    sections = _sections(registry["sections"], path)
-    shared = _shared_amendments(registry.get("amendments") or {}, path)
+        raise RegistryError(one_line(e, f"{shared_path}: rules")) from None
+    sections = _sections(registry["sections"], shared_path)
+    shared = _shared_amendments(registry.get("amendments") or {}, shared_path)
     if not registry["claims"]:
         raise RegistryError(f"{path}: claims: the registry holds no claim; restore it with `git checkout {path}`")
     claims = [_claim(raw, path, shared) for raw in registry["claims"]]
@@ -525,12 +555,13 @@ def load_registry(path="analysis/claims.yaml", conditions=None):
     present = {c.id for c in claims}
     unknown = [cid for cid in (rules.sequential.first if rules.sequential else []) if cid not in present]
     if unknown:
-        raise RegistryError(f"{path}: rules.sequential.first: {', '.join(unknown)} is not a claim id; name claims under `claims:`")
+        raise RegistryError(f"{shared_path}: rules.sequential.first: {', '.join(unknown)} is not a claim id; name "
+                            f"claims under `claims:` in {path}")
     withdrawn = {cid: {"id": key, **text.model_dump()} for key, text in shared.items() for cid in text.withdraws}
     for cid in withdrawn:
         if cid in present:
-            raise RegistryError(f"{path}: amendments.{withdrawn[cid]['id']}.withdraws: claim {cid} is still in "
-                                "`claims:`; remove it there or from `withdraws`")
+            raise RegistryError(f"{shared_path}: amendments.{withdrawn[cid]['id']}.withdraws: claim {cid} is still in "
+                                f"`claims:` of {path}; remove it there or from `withdraws`")
     return Registry(rules.model_dump(exclude_none=True), [c.model_dump(exclude_none=True) for c in claims],
                     [s.model_dump() for s in sections], withdrawn)
 

@@ -26,7 +26,7 @@ is refused (LookError): there is no fallback level. The documents' examples, out
 seeds, have one look at alpha (kinds._contrast).
 
 Under this design stage 1 decides at c1, not at t_{1 - alpha}: kinds._contrast decides every paired
-contrast at its look (look: the alpha each look spends, so its interval is the one that decided). Registered for run 3 (rules.sequential in analysis/claims.yaml):
+contrast at its look (look: the alpha each look spends, so its interval is the one that decided). Registered for run 3 (rules.sequential in analysis/rules.yaml):
     stage_one_seeds: 5, further_seeds: 10, seeds_needed_at_most: 15, spending: pocock,
     conditions_at_most: 12 (the budget's cap on stage 2), first: the five studies' claims
 (alpha 0.025: stage 1 at 0.0113 one-sided, t_4 critical 3.61; stage 2 with 15 seeds at t_14 2.31).
@@ -216,6 +216,11 @@ def level_text(rules):
 def one_sided_text(rules):
     """The level of each one-sided test of a paired contrast, as printed ('2.5%', or each look's)."""
     return _at_each_look(rules, one_sided_label)
+
+
+def level_texts(rules):
+    """(level_text, one_sided_text) of the registry's rules: the levels verdicts.verdict_rules prints."""
+    return level_text(rules), one_sided_text(rules)
 
 
 def _at_each_look(rules, label):

@@ -1,7 +1,7 @@
 """Every rule that turns numbers into a verdict, and the words, order, colours and shapes of the
 verdicts: the one home of both. Every other module imports them from here.
 
-The confidence level is one setting, rules.alpha (analysis/claims.yaml): each one-sided test is at
+The confidence level is one setting, rules.alpha (analysis/rules.yaml): each one-sided test is at
 level alpha, so every interval shown is the (1 - 2 alpha) interval whose bounds the tests read
 (level_label, one_sided_label: how the page and README print them).
 
@@ -83,11 +83,11 @@ ORIGINS = {   # who makes a claim (a claim's `origin`, else its section's), in t
 }
 
 
-def verdict_rules(rules, brief=False):
-    """(verdict, rule) at the registered level: one source for README and the report; `brief`: each
-    rule without its qualification (the report's key, beside which the Legend holds the rest)."""
-    from .sequential import level_text, one_sided_text       # sequential.py reads this module's words
-    interval, each = level_text(rules), one_sided_text(rules)
+def verdict_rules(interval, each, brief=False):
+    """(verdict, rule) with the paired interval's level `interval` and each one-sided test's `each` as
+    printed (sequential.level_texts: the registered level, or each look's): one source for README and
+    the report; `brief`: each rule without its qualification (the report's key, beside which the
+    Legend holds the rest)."""
     rules_and_qualifications = [
         (REPRODUCED, f"the lower bound of the paired effect's interval ({interval}) lies above +m "
                      f"(one-sided test of delta <= m at {each}), for every contrast of the claim", None),
@@ -170,7 +170,7 @@ STEPS = [   # (step, rule, code): how a verdict is reached, in order; README's t
      "undecided primary decided by another registered probe), `read on ...` (a stand-in probe)",
      "judge/judge.py, judge/verdicts.py"),
 ]
-TREND_RULES = [   # (label, rule): checked in this order; registered in analysis/claims.yaml before any ladder run
+TREND_RULES = [   # (label, rule): checked in this order; registered in analysis/rules.yaml before any ladder run
     ("flips", "the top rung's verdict is reproduced and the first trained rung's contradicted, or the reverse"),
     ("stable", "-m < b_lo and b_hi < m: the effect moves by less than the margin per decade of steps"),
     ("grows toward the claim", "b_lo > 0"),

@@ -334,7 +334,7 @@ def by_verdict(claims):
 
 
 def by_section(claims, sections):
-    """[(section, its claims)] in the registry's order (`sections`: analysis/claims.yaml's), then any
+    """[(section, its claims)] in the registry's order (`sections`: analysis/rules.yaml's), then any
     section the registry does not define, so that no claim is dropped."""
     order = [s["id"] for s in sections] + sorted({c["section"] for c in claims} - {s["id"] for s in sections})
     titled = {s["id"]: s for s in sections}

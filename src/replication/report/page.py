@@ -11,7 +11,7 @@ from .claims_view import slug
 from ..judge.registration import amends, path_of
 from ..judge.verdicts import (CLASS, DOCUMENT_VERDICTS, JUDGED, MAGNITUDES, NO_EFFECT, RULED_OUT, SHAPE, TREND_RULES,
                               doubling_text, level_label, rank, verdict_rules)
-from ..judge.sequential import level_text
+from ..judge.sequential import level_text, level_texts
 
 DOCUMENTS = [   # the three source documents, by their titles
     ("E", "Contrastive Learning", "an encyclopedia article with two runnable examples (NT-Xent in NumPy, a tiny "
@@ -182,7 +182,7 @@ def lore_key(claims, rules):
     level = level_text(rules)                 # the paired contrasts' intervals
     rows = [c for _, c in rc.lore(claims)]
     verdicts = {c["verdict"] for c in rows}
-    pairs = [(badge(v), esc(rule)) for v, rule in verdict_rules(rules, brief=True) if v in verdicts]
+    pairs = [(badge(v), esc(rule)) for v, rule in verdict_rules(*level_texts(rules), brief=True) if v in verdicts]
     words = [rc.magnitude_text(c) for c in rows if rc.magnitude_text(c)] + [t for c in rows for t in rc.tags(c)]
     defined = dict.fromkeys(filter(None, map(term_of, words)))
     pairs += [(f"<i>{esc(term)}</i>", esc(text.format(level=level))) for term, text in defined]
@@ -225,7 +225,7 @@ def legend(rules):
     return ("<h2 id='sec-legend'>Legend</h2><details class='legend'><summary>Every verdict, trend and term of the "
             "page, defined</summary><p>Verdicts of the literature's claims (m: the claim's margin; lo, hi: the "
             f"interval of the effect, {level}):</p>"
-            + definition_list(verdict_rules(rules), verdicts=True)
+            + definition_list(verdict_rules(*level_texts(rules)), verdicts=True)
             + "<p>Verdicts of the documents' printed examples and analytic facts:</p>"
             + definition_list(DOCUMENT_VERDICTS, verdicts=True)
             + "<p>Trends along the scale ladder (b: the slope per decade of steps):</p>"
