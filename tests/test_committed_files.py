@@ -4,7 +4,7 @@ the file and the key, with a non-zero exit and every file as it was: reports/sta
 truncated, with a byte-order mark, a string, NaN or a negative time; a training record's negative
 wall_s or steps_done; a truncated results/determinism.json, a NaN in an example's record;
 analysis/stage_two.yaml with an alias bomb, oversized, of the wrong type or with a name that is not
-a name; README.md or dvc.lock a symlink out of the repository. params.yaml's every float has bounds,
+a name; README.md, docs/ or dvc.lock a symlink out of the repository. params.yaml's every float has bounds,
 a profile cannot set `profile:`, and device: cuda needs a GPU."""
 import json
 import os
@@ -239,7 +239,7 @@ def test_the_committed_lock_passes_and_the_tools_read_it_through_the_check(tree)
 
 # ---------------------------------------------------------------- files written through a link (item 4)
 
-@pytest.mark.parametrize("linked", ["README.md", "dvc.lock", "dvc.yaml"])
+@pytest.mark.parametrize("linked", ["README.md", "docs", "dvc.lock", "dvc.yaml"])
 def test_a_file_linked_out_of_the_repository_stops_make_in_one_line(tree, tmp_path_factory, linked):
     outside = tmp_path_factory.mktemp("outside") / "victim"
     outside.write_text("keep me\n")
@@ -250,15 +250,18 @@ def test_a_file_linked_out_of_the_repository_stops_make_in_one_line(tree, tmp_pa
     assert outside.read_text() == "keep me\n"
 
 
-def test_readme_never_writes_through_a_link(tree, tmp_path_factory):
-    """`python -m tools.readme` on its own (not through make) refuses too, before rendering anything."""
-    outside = tmp_path_factory.mktemp("outside") / "README.md"
+@pytest.mark.parametrize("linked", ["README.md", "docs/verdicts.md"])
+def test_readme_never_writes_through_a_link(tree, tmp_path_factory, linked):
+    """`python -m tools.readme` on its own (not through make) refuses too, before rendering anything:
+    README.md and every page of docs/ it writes."""
+    outside = tmp_path_factory.mktemp("outside") / Path(linked).name
     outside.write_text("keep me\n")
-    (tree / "README.md").symlink_to(outside)
+    (tree / linked).parent.mkdir(parents=True, exist_ok=True)
+    (tree / linked).symlink_to(outside)
     result = subprocess.run([sys.executable, "-m", "tools.readme"], cwd=tree, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
-    assert result.returncode != 0 and "README.md: a symlink out of the repository" in result.stderr, result.stderr
-    assert outside.read_text() == "keep me\n" and (tree / "README.md").is_symlink()
+    assert result.returncode != 0 and f"{linked}: a symlink out of the repository" in result.stderr, result.stderr
+    assert outside.read_text() == "keep me\n" and (tree / linked).is_symlink()
 
 
 def test_a_clone_in_a_folder_named_like_a_command_runs_nothing(tmp_path):

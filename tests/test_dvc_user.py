@@ -203,16 +203,19 @@ def test_the_metrics_hold_each_claims_effect_interval_and_verdict(committed_clai
 
 
 def readme_commands(prefix):
-    """The README's command lines that start with `prefix`, comments cut."""
-    lines = (ROOT / "README.md").read_text().splitlines()
+    """The command lines that start with `prefix` in docs/changing.md (Changing a parameter, linked
+    from README), comments cut."""
+    lines = (ROOT / "docs" / "changing.md").read_text().splitlines()
     return [line.split("  #")[0].strip() for line in lines if line.startswith(prefix)]
 
 
 def test_the_readme_commands_for_the_verdict_counts_fit_a_terminal():
-    """README's `dvc metrics show` and `dvc exp show` lines print the literature's verdict counts,
-    every verdict column present, in lines a 120-column terminal holds."""
+    """The documented `dvc metrics show` and `dvc exp show` lines (docs/changing.md) print the
+    literature's verdict counts, every verdict column present, in lines a 120-column terminal holds."""
     counts = json.loads((ROOT / "reports" / "verdicts.json").read_text())
-    for command in readme_commands("dvc metrics show") + readme_commands("dvc exp show --drop"):
+    commands = readme_commands("dvc metrics show") + readme_commands("dvc exp show --drop")
+    assert len(commands) == 2, commands
+    for command in commands:
         args = [a.strip("'") for a in command.split()]
         out = subprocess.run([*args[:3], "--no-pager", *args[3:]] if args[1] == "exp" else args, cwd=ROOT,
                              env={**environment(ROOT), "COLUMNS": "120"}, capture_output=True, text=True)

@@ -100,6 +100,34 @@ def test_changed_judging_code_or_params_after_registration_stop_the_analysis(tmp
     assert status == 2 and "src/replication/judge/verdicts.py: differs from the registration" in err
 
 
+def test_a_changed_confidence_level_needs_a_new_registration_and_no_amendment_lets_it_through(
+        tmp_path, monkeypatch, capsys):
+    """rules.alpha (the confidence level, as every registry-wide rule) changed after the registration
+    stops the analysis, and still does after a rule amendment (`--rules-changed`); registered again,
+    it judges (docs/changing.md: Changing the study)."""
+    from replication.judge import registration
+    from tools.register import main as register_main
+    registry = registered_world(tmp_path)
+    assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
+    registry.write_text(registry.read_text().replace("alpha: 0.025", "alpha: 0.05"))
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "analysis/claims.yaml: rules differ from the registration" in err, err
+    assert register_main(["--rules-changed", "alpha 0.025 -> 0.05", "--why", "test"]) == 0, capsys.readouterr().err
+    status, err = run_analyze(tmp_path, monkeypatch, capsys)
+    assert status == 2 and "analysis/claims.yaml: rules differ from the registration" in err, err
+    again = tmp_path / "again"
+    again.mkdir()
+    registry = registered_world(again)
+    first = again / "analysis" / "registration.json"
+    first.write_text(json.dumps({**json.loads(first.read_text()), "date": "2026-11-01"}))
+    registry.write_text(registry.read_text().replace("alpha: 0.025", "alpha: 0.05"))
+    rules, claims = load_registry(registry)[:2]
+    registration.register(rules, claims, again, previous={"commit": "0" * 40, "claims_json_sha256": "0" * 64})
+    status, err = run_analyze(again, monkeypatch, capsys)
+    assert status == 0, err
+    assert judged_claims(again)[0]["contrast"]["level"] == pytest.approx(0.9)
+
+
 def test_an_unreadable_record_stops_the_analysis(tmp_path, monkeypatch, capsys):
     write_world(tmp_path)
     (tmp_path / "analysis" / "registration.json").write_text('{"date": ')

@@ -5,7 +5,8 @@ without end). The first problem is one line on stderr and exit status 2; nothing
     python -m tools.check
 
 - no file that the pipeline or a make entry reads or writes leads out of the repository through a
-  symlink (replication.io.inside): the pipeline's folders, and dvc.yaml, dvc.lock, README.md, analysis/;
+  symlink (replication.io.inside): the pipeline's folders, and dvc.yaml, dvc.lock, README.md, docs/
+  (tools/readme.py writes both), analysis/;
 - no other make entry is running in this clone, and what a killed one left changed is put back first
   (tools/workspace.py);
 - params.yaml passes the config check, device: cuda only where torch sees a GPU (replication.run.config);
@@ -24,7 +25,7 @@ from replication.run.config import ParamsError, load_params
 from tools.look import check_look
 from tools.workspace import one_at_a_time
 
-INSIDE = (*PIPELINE, "dvc.yaml", "dvc.lock", "README.md", "analysis")   # what DVC and the tools read or write
+INSIDE = (*PIPELINE, "dvc.yaml", "dvc.lock", "README.md", "docs", "analysis")   # what DVC and the tools read or write
 
 
 def main():

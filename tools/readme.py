@@ -1,12 +1,14 @@
-"""The measured figures in README.md, generated from files the pipeline wrote (never typed).
+"""The generated blocks of README.md and docs/, written from files the pipeline wrote (never typed).
 
-    python -m tools.readme                # rewrite the block between the markers in README.md
-    python -m tools.readme --check        # exit 1 if README.md is out of date
+    python -m tools.readme                # rewrite every block between its markers (PAGES)
+    python -m tools.readme --check        # exit 1 if a page is out of date
 
-The block sits between `<!-- figures:begin -->` and `<!-- figures:end -->`; the pipeline
-diagram between `<!-- dag:begin -->` and `<!-- dag:end -->` comes from `dvc dag` (grouped by study); the
-benchmark table between `<!-- benchmarks:begin -->` and `<!-- benchmarks:end -->` from
-reports/benchmarks/*.json, written by `make bench`.
+Each block sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->` in the page PAGES names for it:
+in README.md the studies' answers (reports/claims.json, the counts of reports/summary.json) and the
+cost of a full regeneration (reports/stage_times.json, reports/repro_timing.json); in docs/ the
+measured figures, the pipeline diagram (`dvc dag`, grouped by study), the benchmark table
+(reports/benchmarks/*.json, written by `make bench`) and the rule tables (judge/verdicts.py). A page
+that lacks a block's markers is refused in one line, and nothing is written.
 """
 import datetime
 import glob
@@ -20,9 +22,10 @@ import numpy as np
 from replication.committed import FileError, read_json, read_stage_times, read_training
 from replication.io import WriteError, atomic_path, require_inside
 from replication.judge.record import CLAIMS, RecordError, as_dicts, read_claims
-from replication.report.claims_view import counts_text
+from replication.report.claims_view import counts_text, lore, ours, published_text, verdict_words
 from replication.report.headroom import headroom
 from replication.report.deviations import REFERENCE_ARM
+from replication.report.markdown import cell
 from tools.check import INSIDE
 from tools.timing import RECORD as TIMING, TRAINING
 
@@ -66,21 +69,28 @@ def _probe_line(evaluated, probe):
             f"{100 * min(trained):.1f}-{100 * max(trained):.1f}%, n = {len(trained)}{untrained})")
 
 
+def _latest_run(every):
+    """(run, its stages that are timed, the times) of the latest run in reports/stage_times.json (a stage
+    timed in an earlier run is left out), or None while nothing is timed."""
+    by_stage = read_stage_times()
+    if not by_stage:
+        return None
+    run = max((r.get("run") or 0 for r in by_stage.values()), default=0)
+    return run, [name for name in every if name in by_stage and (by_stage[name].get("run") or 0) == run], by_stage
+
+
 def figures_block():
     lines = []
     timing = _load(TIMING)
     every = _stage_names()
     if timing and measured(timing, TIMING):
         stages = len(timing["stages_run"])
-        earlier = "" if set(timing["stages_run"]) == set(every) else \
-            f" (the pipeline of that day; today's has {len(every)} stages, the scale ladder among them)"
         lines.append(f"- Every stage from scratch in one go (`{timing['command']}`, {timing['profile']} profile, "
                      f"{stages} stages): {timing['seconds'] / 60:.1f} minutes on {timing['cpu']}, measured "
-                     f"{timing['date']}{earlier}.")
-    by_stage = read_stage_times()
-    if by_stage:
-        run = max((r.get("run") or 0 for r in by_stage.values()), default=0)
-        done = [name for name in every if name in by_stage and (by_stage[name].get("run") or 0) == run]
+                     f"{timing['date']}{_earlier(timing, every)}.")
+    latest = _latest_run(every)
+    if latest:
+        run, done, by_stage = latest
         cpus = _per_cpu([(by_stage[n]["cpu"], by_stage[n]["seconds"] / 60) for n in done],
                         lambda m: f"{sum(m):.1f} minutes (n = {len(m)})")
         precisions = ", ".join(sorted({by_stage[n]["precision"] for n in done if n.partition("@")[0] in TRAINING}))
@@ -115,8 +125,75 @@ def figures_block():
     if tiny:
         by = ", ".join(f"{r['threads']} thread(s) {r['wall_s']:.0f} s" for r in tiny["by_threads"])
         lines.append(f"- The article's tiny SimCLR, one run: {by}.")
+    return "\n".join(lines) or "- No results yet: run `make repro`."
+
+
+def _earlier(timing, every):
+    """' (the pipeline of that day; ...)' when a one-go timing ran other stages than today's pipeline has."""
+    if set(timing["stages_run"]) == set(every):
+        return ""
+    return f" (the pipeline of that day; today's has {len(every)} stages, the scale ladder among them)"
+
+
+def _cores(cpu):
+    """The core counts that the benchmark records (reports/benchmarks/*.json: 'AMD EPYC, 2 cores') name
+    for machines with this CPU model; the timing files do not record them."""
+    found = set()
+    for path in sorted(glob.glob("reports/benchmarks/*.json")):
+        record = read_json(path)
+        rows = [r for r in record.get("rows") or [] if isinstance(r, dict)]
+        for machine in filter(None, [record.get("machine")] + [r.get("machine") for r in rows]):
+            named = re.fullmatch(r"(.+), (\d+) cores", str(machine))
+            if named and (named[1] == cpu or named[1].startswith(cpu + " @")):
+                found.add(int(named[2]))
+    return found
+
+
+def _machine(cpu):
+    """'AMD EPYC (2 cores)': the CPU model with the cores the benchmarks recorded on it."""
+    cores = _cores(cpu)
+    return f"{cpu} ({' or '.join(map(str, sorted(cores)))} cores)" if cores else f"{cpu} (cores not recorded)"
+
+
+def cost_block():
+    """What regenerating everything costs, from the committed timing files: the latest run's stages
+    summed (reports/stage_times.json), CPU by CPU, with the stages last timed in an earlier run, and
+    the last run of every stage in one go (reports/repro_timing.json, `make repro-all`); each CPU
+    with the cores the benchmarks recorded on it."""
+    lines, every = [], _stage_names()
+    latest = _latest_run(every)
+    if latest:
+        run, done, by_stage = latest
+        earlier = [n for n in every if n in by_stage and n not in done]
+        minutes = sum(by_stage[n]["seconds"] for n in done) / 60
+        before = sum(by_stage[n]["seconds"] for n in earlier) / 60
+        cpus = _per_cpu([(_machine(by_stage[n]["cpu"]), by_stage[n]["seconds"] / 60) for n in done],
+                        lambda m: f"{sum(m):.0f} minutes")
+        bound = "about" if len(done) + len(earlier) == len(every) else "at least"
+        which = f"Registered run {run}" if run else "The last run"
+        lines.append(f"- Everything from scratch: {bound} {(minutes + before) / 60:.0f} hours of wall time. "
+                     f"{which} ran {len(done)} of the {len(every)} stages one at a time: {cpus}."
+                     + (f" The other {len(earlier)} took {before:.0f} minutes when last timed, in an earlier run."
+                        if earlier else ""))
+    timing = _load(TIMING)
+    if timing and measured(timing, TIMING):
+        lines.append(f"- `make repro-all` in one go was last timed on {timing['date']}: {timing['seconds'] / 60:.0f} "
+                     f"minutes on {_machine(timing['cpu'])}, for {len(timing['stages_run'])} stages"
+                     f"{_earlier(timing, every)}.")
+    return "\n".join(lines) or "- No timings yet: `make repro-all` records them."
+
+
+def answers_block():
+    """The studies the repository exists for, as the report's first screen asks them (claims_view.lore):
+    each one's verdict, our effect with its interval and level, and the published effect, as
+    reports/claims.json records them; then the counts every page prints (claims_view.counts_text, the
+    numbers of reports/summary.json) and the scale ladder's trends."""
     claims = as_dicts(read_claims()) if Path(CLAIMS).exists() else []
-    lines += [f"- {line}" for line in counts_text(claims)] if claims else []     # as claims.md and the report
+    if not claims:
+        return "- No results yet: run `make repro`."
+    lines = [f"- **{cell(study)}**: {cell(verdict_words(claim))}; ours {cell(ours(claim))}; published "
+             f"{cell(published_text(claim))}." for study, claim in lore(claims)]
+    lines += [""] + [f"- {line}" for line in counts_text(claims)]         # as claims.md and the report
     ladder = [c for c in claims if c.get("ladder")]
     if ladder:
         trends = {}
@@ -124,7 +201,7 @@ def figures_block():
             trends[c.get("trend") or "none"] = trends.get(c.get("trend") or "none", 0) + 1
         lines.append(f"- On the scale ladder: {len(ladder)} claims; trends: "
                      + ", ".join(f"{n} {t}" for t, n in sorted(trends.items())) + ".")
-    return "\n".join(lines) or "- No results yet: run `make repro`."
+    return "\n".join(lines)
 
 
 def benchmarks_block():
@@ -241,33 +318,56 @@ def dag_block():
     return "\n".join(lines + ["```"])
 
 
-def render(text):
+BLOCKS = {"answers": answers_block, "cost": cost_block, "figures": figures_block, "dag": dag_block,
+          "benchmarks": benchmarks_block, "verdicts": verdicts_block, "steps": steps_block, "trends": trends_block}
+PAGES = {"README.md": ("answers", "cost"), "docs/organisation.md": ("dag",),
+         "docs/verdicts.md": ("verdicts", "trends", "steps"), "docs/benchmarks.md": ("figures", "benchmarks")}
+RULED = {"verdicts", "trends"}          # the blocks written at the registry's level (rules)
+
+
+class PageError(Exception):
+    """A page that lacks a block's markers; str(e) is one line."""
+
+
+def render(text, names, page="README.md"):
+    """`text` with each block in `names` rewritten between its markers; PageError when a pair is missing."""
     from replication.judge.registry import load_registry
-    rules = load_registry("analysis/claims.yaml").rules
-    for name, block in (("figures", figures_block()), ("dag", dag_block()), ("benchmarks", benchmarks_block()),
-                        ("verdicts", verdicts_block(rules)), ("steps", steps_block()), ("trends", trends_block(rules))):
-        text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
-                      lambda m: m.group(1) + block + "\n" + m.group(2), text, flags=re.S)
+    rules = load_registry("analysis/claims.yaml").rules if RULED & set(names) else None
+    for name in names:
+        pattern = rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)"
+        if len(re.findall(pattern, text, flags=re.S)) != 1:
+            raise PageError(f"{page}: expected one <!-- {name}:begin --> ... <!-- {name}:end --> pair for the "
+                            f"generated {name} block; restore the page with `git checkout {page}`")
+        block = BLOCKS[name](rules) if name in RULED else BLOCKS[name]()
+        text = re.sub(pattern, lambda m: m.group(1) + block + "\n" + m.group(2), text, flags=re.S)
     return text
 
 
 def main(argv):
     require_inside(INSIDE)
-    readme = Path("README.md")
-    current = readme.read_text()
-    updated = render(current)
+    pages = {}
+    for page, names in PAGES.items():
+        path = Path(page)
+        if not path.is_file():
+            raise PageError(f"{page}: missing; it holds the generated {', '.join(names)} block(s): restore it with "
+                            f"`git checkout {page}`")
+        current = path.read_text()
+        pages[path] = (current, render(current, names, page))
+    stale = [str(path) for path, (current, updated) in pages.items() if updated != current]
     if "--check" in argv:
-        if updated != current:
-            print("README.md is out of date with the pipeline's files: run `make readme`", file=sys.stderr)
+        if stale:
+            print(f"{', '.join(stale)} out of date with the pipeline's files: run `make readme`", file=sys.stderr)
             return 1
         return 0
-    with atomic_path(readme) as tmp:      # never through a link: inside() refuses one out of the repository
-        tmp.write_text(updated)
+    for path, (current, updated) in pages.items():    # every page rendered before any is written
+        if updated != current:
+            with atomic_path(path) as tmp:      # never through a link: inside() refuses one out of the repository
+                tmp.write_text(updated)
     return 0
 
 
 if __name__ == "__main__":
     try:
         raise SystemExit(main(sys.argv[1:]))
-    except (RecordError, FileError, WriteError) as e:
+    except (RecordError, FileError, WriteError, PageError) as e:
         raise SystemExit(f"error: {e}") from None
