@@ -15,7 +15,8 @@ from tools.repro import registered_run_in_progress
 CLAIMS = Path(__file__).resolve().parents[1] / "reports" / "claims.json"
 REGISTRY = Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml"
 pytestmark = pytest.mark.skipif(not CLAIMS.exists(), reason="no committed reports/claims.json")
-RULES = yaml.safe_load(REGISTRY.read_text())["rules"]
+SHARED = yaml.safe_load((REGISTRY.parent / "rules.yaml").read_text())     # the rules and sections the claims share
+RULES = SHARED["rules"]
 ALPHA = RULES["alpha"]                                  # each one-sided test's level, as registered
 
 
@@ -30,7 +31,7 @@ def ci95(x, alpha=ALPHA):
     return x.mean() - half, x.mean() + half
 
 
-EXAMPLES = {s["id"] for s in yaml.safe_load(REGISTRY.read_text())["sections"] if s.get("origin") == "document"}
+EXAMPLES = {s["id"] for s in SHARED["sections"] if s.get("origin") == "document"}
 
 
 def deciding_interval(d, claim):
@@ -109,7 +110,7 @@ def test_no_contrast_rests_on_a_reference_arm_that_did_not_train():
     """A reference arm's gate (share of its control's error removed, lower bound of its interval above the
     registered share) is shown, and no contrast with an untrained reference arm is decided."""
     import yaml
-    share = yaml.safe_load(REGISTRY.read_text())["rules"]["control_error_removed"]
+    share = RULES["control_error_removed"]
     shown = 0
     for c, contrast in contrasts_of(load()):
         for name in (contrast["a"], contrast["b"]):
