@@ -15,6 +15,7 @@ from replication.judge.measure import InputError
 from replication.judge.record import claims_text, write_claims
 from replication.judge.registration import RegistrationError, check_code_amendment, check_registered_code
 from replication.judge.registry import RegistryError
+from replication.judge.results import Results
 from replication.run.config import read_resolved
 
 OUTPUTS = ("reports/claims.json", "reports/summary.json", "reports/verdicts.json", "reports/metrics.json",
@@ -38,7 +39,7 @@ def main():
         write_json("reports/summary.json", {**counts, "registered_on": record and record["date"]})
         # the literature's verdict counts alone, flat: dvc.yaml's only metrics file, so `dvc metrics show` fits a terminal
         write_json("reports/verdicts.json", counts["literature"]["verdicts"])
-        write_dvc_files(judged)
+        write_dvc_files(judged, Results.load())
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import pytest
 from replication.judge import judge as judging, stats, verdicts
 from replication.judge.measure import InputError
 from replication.judge.registry import load_registry
+from replication.judge.results import Results
 from replication.judge.verdicts import ladder_trend
 
 REGISTRY = Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml"
@@ -18,11 +19,11 @@ RULES = {k: v for k, v in load_registry(REGISTRY)[0].items() if k != "sequential
 
 
 def judge(c, root):
-    return judging.judge(c, root, RULES)
+    return judging.judge(c, Results.load(root, "."), RULES)
 
 
 def judge_all(claims, root):
-    return judging.judge_all([judging.validate_claim(c) for c in claims], root, RULES)
+    return judging.judge_all([judging.validate_claim(c) for c in claims], Results.load(root, "."), RULES)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import yaml
 
 from replication.io import is_stage_two
 from replication.judge.dvc_files import claim_metrics, write_dvc_files
+from replication.judge.results import Results
 from tools.repro import RUN_COST, in_run_order, plan, registered_run_in_progress, report_progress
 from helpers import judged_claims
 from smoke_run import smoke_copy
@@ -237,7 +238,7 @@ def test_dvc_plots_show_draws_every_plot(committed_claims, tmp_path):
     shutil.copytree(ROOT / "results" / "pretrain", tree / "results" / "pretrain")
     (tree / "reports").mkdir()
     shutil.copy(ROOT / "reports" / "levels.csv", tree / "reports" / "levels.csv")     # the report stage's
-    write_dvc_files(committed_claims, root=tree)
+    write_dvc_files(committed_claims, Results.load(tree), root=tree)
     result = run(["dvc", "plots", "show", "-o", "shown"], tree)
     assert result.returncode == 0, result.stderr
     page = (tree / "shown" / "index.html").read_text()
@@ -276,12 +277,12 @@ def test_dvc_metrics_diff_shows_the_claim_whose_effect_moved(committed_claims, t
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tree / name)
     run(["git", "init", "-q"], tree, check=True)
-    write_dvc_files(committed_claims, root=tree)
+    write_dvc_files(committed_claims, Results.load(tree), root=tree)
     git_commit(tree, "before")
     moved = next(c for c in committed_claims if (c.get("contrast") or {}).get("diff_mean") is not None)
     claims = [c if c is not moved else {**c, "contrast": {**c["contrast"], "diff_mean": c["contrast"]["diff_mean"] + 0.5}}
               for c in committed_claims]
-    write_dvc_files(claims, root=tree)
+    write_dvc_files(claims, Results.load(tree), root=tree)
     git_commit(tree, "after")
     diff = run(["dvc", "metrics", "diff", "HEAD~1", "HEAD", "--json", "--targets", "reports/metrics.json"], tree)
     assert diff.returncode == 0, diff.stderr

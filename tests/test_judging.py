@@ -12,6 +12,7 @@ from replication.judge import judge as judging, verdicts
 from replication.judge.measure import InputError, measure_by_seed, runs
 from replication.judge.probes import PANEL
 from replication.judge.registry import load_registry
+from replication.judge.results import Results
 
 from test_claims import REGISTRY, RULES, claim, judge
 
@@ -98,7 +99,7 @@ def test_adding_unrelated_claims_to_the_registry_changes_no_verdict(tmp_path):
         made.append(claim(id=f"claim-{i}", kind="paired", a=f"x{i}", b="b", margin=0.02,
                           arms={f"x{i}": arm(f"x{i}"), "b": arm("b")}))
     alone = judge(made[0], tmp_path)
-    together = judging.judge_all([judging.validate_claim(c) for c in made], tmp_path, RULES)
+    together = judging.judge_all([judging.validate_claim(c) for c in made], Results.load(tmp_path, "."), RULES)
     screen = ("q_bh", "bh_family", "robustness", "labels")
     assert alone["verdict"] == "reproduced" and alone["contrast"]["p"] == pytest.approx(0.0147, abs=2e-3)
     assert {k: v for k, v in together[0].items() if k not in screen} == \
@@ -273,12 +274,13 @@ def test_arms_named_by_their_condition_are_judged_as_the_patterns_of_their_recor
     paired = lambda a, b: claim(kind="paired", a="a", b="b", margin=0.02, ladder=True, basis="equal encoder passes",
                                 arms={"a": a, "b": b})
     assert judge(paired(named("a"), named("s/b")), tmp_path) == judge(paired(ladder("a"), ladder("b")), tmp_path)
-    trained = runs(named("b", "status"), tmp_path)
-    assert trained == runs({"files": "results/pretrain/*/b/seed_*.json", "key": "status"}, tmp_path)
+    results = Results.load(tmp_path)
+    trained = runs(named("b", "status"), results)
+    assert trained == runs({"files": "results/pretrain/*/b/seed_*.json", "key": "status"}, results)
     assert [r["config"]["method"] for r in trained] == ["memory_bank"] * 5        # the training records
-    assert measure_by_seed(named("a", "rung_loss.300"), tmp_path) == {s: 1.0 for s in range(5)}
-    assert runs({"studies": ["s"]}, tmp_path) == runs({"files": ["results/evaluate/s/*/seed_*.json"]}, tmp_path)
-    assert len(runs({"studies": ["s", "gone"]}, tmp_path)) == 10        # a study without records reads none
+    assert measure_by_seed(named("a", "rung_loss.300"), results) == {s: 1.0 for s in range(5)}
+    assert runs({"studies": ["s"]}, results) == runs({"files": ["results/evaluate/s/*/seed_*.json"]}, results)
+    assert len(runs({"studies": ["s", "gone"]}, results)) == 10        # a study without records reads none
 
 
 def test_a_basis_whose_rungs_never_pair_up_stops_the_analysis(tmp_path):

@@ -162,3 +162,50 @@ def test_no_module_imports_itself_through_others():
 def test_the_cycle_check_finds_a_cycle_and_passes_a_tree():
     assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert import_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+# ---------------------------------------------------------------- one reader of the results (issue 71)
+
+JUDGE = ROOT / "src" / "replication" / "judge"
+READERS = ("results.py", "registration.py")      # the one reader; the registration's repository (git, code hashes)
+DISK = {"open", "read_text", "read_bytes", "read_json", "load_yaml", "read_record", "loads", "load", "glob", "iglob",
+        "rglob", "walk", "scandir", "listdir", "exists", "is_file", "is_dir", "check_inputs"}
+OTHER_FILES = {          # what else the judging reads or writes, none of it a result file
+    ("dvc_files.py", "write_dvc_files", "root"),            # writes reports/metrics.json and reports/plots/
+    ("dvc_files.py", "_write_csv", "open"), ("dvc_files.py", "_write_folder", "Path(folder).glob"),
+    ("judge.py", "judge_registry", "registration.load"),    # the registration record
+    ("record.py", "read_claims", "json.loads"), ("record.py", "read_claims", "Path(path).read_text"),   # claims.json
+    ("registry.py", "_read", "load_yaml"), ("registry.py", "_read", "Path(path).read_text"),          # claims.yaml
+    ("registry.py", "_read_registry", "shared_path.exists")}
+
+
+def disk_access(name, source):
+    """(module, function, what) for every function of a module with a parameter named root and every
+    call in one that may read the disk, but a look-up in the snapshot (results.<...>, Results.load)."""
+    found = set()
+    for function in (n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.Lambda))):
+        args = function.args
+        if "root" in [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]:
+            found.add((name, function.name, "root"))
+        for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+            called = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+            on = ast.unparse(call.func).split(".")[0]
+            if called in DISK and on not in ("results", "Results"):
+                found.add((name, getattr(function, "name", "lambda"), ast.unparse(call.func)))
+    return found
+
+
+def test_the_judging_takes_the_results_and_reads_no_folder():
+    """Every judging function takes the snapshot (`results`) and a claim: only results.py (Results.load,
+    check_inputs) and registration.py take a folder (`root`) or read the disk; the rest reads other
+    files than results only where OTHER_FILES says."""
+    found = set().union(*(disk_access(p.name, p.read_text()) for p in JUDGE.glob("*.py") if p.name not in READERS))
+    assert found == OTHER_FILES, sorted(found ^ OTHER_FILES)
+
+
+def test_the_disk_check_finds_a_folder_and_a_read_and_passes_a_look_up():
+    source = ("def a(spec, root):\n    return 1\n"
+              "def b(spec, results):\n    return json.loads(Path(spec).read_text())\n"
+              "def c(spec, results):\n    return results.record(spec['file']), results.glob('x/*.json')\n")
+    assert disk_access("m.py", source) == {("m.py", "a", "root"), ("m.py", "b", "json.loads"),
+                                           ("m.py", "b", "Path(spec).read_text")}

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from replication.judge import judge as judging, sequential, verdicts
+from replication.judge.results import Results
 from replication.report import claims_view as rc, markdown, page
 from tools import readme
 
@@ -28,12 +29,13 @@ def test_every_rendered_level_follows_alpha(results, tmp_path):  # noqa: F811
     report's tables and claims.md, all at alpha = 0.05."""
     records(tmp_path, "a", {300: up(BASE, 0.05)})
     records(tmp_path, "b", {300: BASE})
+    loaded = Results.load(tmp_path, ".")          # `results` (a fixture) wrote into tmp_path too
     paired = judging.judge(registry_claim(kind="paired", a="a", b="b", margin=0.02,
-                                          arms={"a": arm("a"), "b": arm("b")}), tmp_path, NINETY)
+                                          arms={"a": arm("a"), "b": arm("b")}), loaded, NINETY)
     ratio = {"file": "r/ex.json", "select": "runs", "where": {"tau": 0.1}, "ratio": ["before", "after"]}
-    interval = judging.judge(registry_claim(kind="interval", range=[26, 40], arms={"0.1": ratio}), results, NINETY)
+    interval = judging.judge(registry_claim(kind="interval", range=[26, 40], arms={"0.1": ratio}), loaded, NINETY)
     single = judging.judge(registry_claim(kind="single_run", published=0.93, realisations={
-        "file": "r/ex.json", "select": "runs", "where": {"tau": 0.1}, "key": "acc"}), results, NINETY)
+        "file": "r/ex.json", "select": "runs", "where": {"tau": 0.1}, "key": "acc"}), loaded, NINETY)
     literature = claim("one", "inconclusive", 0.06)
     literature["contrast"]["level"] = paired["contrast"]["level"]          # as the judging writes it at this alpha
     documents = {**claim("doc", "exact match", 0.0, section="toy2d"), "contrast": None}

@@ -11,7 +11,8 @@ import torch
 from test_registry import SEEDS, write_world
 
 from replication.io import save_torch, sha256
-from replication.judge.measure import InputError, check_inputs
+from replication.judge.measure import InputError
+from replication.judge.results import check_inputs
 from replication.io import digest, run_digest
 from replication.run.config import read_resolved
 
@@ -234,3 +235,28 @@ def test_the_digest_a_run_writes_is_the_one_the_check_reads_back_from_resolved()
                 run_digest(raw["conditions"][name], raw["execution"], raw["data"])
     raw = json.loads((ROOT / "resolved" / "evaluate.json").read_text())
     assert digest(EvaluateConfig(**raw).model_dump()) == digest(raw)
+
+
+def test_the_snapshot_globs_as_glob_does(tmp_path):
+    """Results.glob finds what glob.glob(pattern, root_dir=root) finds, sorted: a wildcard does not
+    cross '/' and skips a name with a leading '.'; a record it holds reads as read_record reads it."""
+    import glob
+    from replication.judge.results import Results, read_record
+    for path in ("results/a/seed_1.json", "results/a/seed_2.json", "results/a/.seed_3.json.tmp", "results/a/.x.json",
+                 "results/b/c/seed_4.json", "results/seed_5.json", "results/b/empty.json"):
+        Path(tmp_path, path).parent.mkdir(parents=True, exist_ok=True)
+        Path(tmp_path, path).write_text("" if "empty" in path else json.dumps({"seed": 1}))
+    results = Results.load(tmp_path)
+    for pattern in ("results/*/seed_*.json", "results/*/*.json", "results/*.json", "results/*/*/seed_*.json",
+                    "results/*", "results/a/.*", "results/a/.x.json", "results/a/*", "results/**/*.json",
+                    "results/[ab]/seed_?.json", "results/nothing/*.json"):
+        assert results.glob(pattern) == sorted(p for p in glob.glob(pattern, root_dir=tmp_path)
+                                               if Path(tmp_path, p).is_file()), pattern
+    assert results.glob("results/*/*.json") == ["results/a/seed_1.json", "results/a/seed_2.json", "results/b/empty.json"]
+    assert results.record("results/a/seed_1.json") == read_record("results/a/seed_1.json", tmp_path)
+    for path in ("results/b/empty.json", "results/a/absent.json"):
+        with pytest.raises(InputError) as read:
+            read_record(path, tmp_path)
+        with pytest.raises(InputError) as looked_up:
+            results.record(path)
+        assert str(looked_up.value) == str(read.value)

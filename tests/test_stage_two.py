@@ -175,7 +175,8 @@ def test_the_judge_reads_a_conditions_stage_two_seeds_beside_stage_one(tmp_path)
     seeds, and counted under its study; without `runs` naming them they are unexpected files."""
     from test_registry import SEEDS as FIRST, write_world
     from replication.judge.dvc_files import loss_rows
-    from replication.judge.measure import InputError, check_inputs, record_paths
+    from replication.judge.measure import InputError, record_paths
+    from replication.judge.results import Results, check_inputs
     write_world(tmp_path)
     for kind in ("pretrain", "evaluate"):
         record = json.loads((tmp_path / "results" / kind / "s" / "cb" / "seed_2.json").read_text())
@@ -194,9 +195,9 @@ def test_the_judge_reads_a_conditions_stage_two_seeds_beside_stage_one(tmp_path)
     conditions["conditions"]["cb"]["runs"] = {"s": FIRST, "s_stage2": [9]}
     path.write_text(json.dumps(conditions))
     check_inputs(conditions, tmp_path)
-    assert [json.loads((tmp_path / p).read_text())["seed"] for p in record_paths("cb", "evaluation", tmp_path)] == \
+    assert [json.loads((tmp_path / p).read_text())["seed"] for p in record_paths("cb", "evaluation", Results.load(tmp_path))] == \
         [*FIRST, 9]
-    assert list(loss_rows(tmp_path)) == ["s"]
+    assert list(loss_rows(Results.load(tmp_path))) == ["s"]
     (tmp_path / "results" / "evaluate" / "s_stage2" / "cb" / "seed_9.json").write_text("")
     with pytest.raises(InputError, match=r"rewrite it with `dvc repro -f evaluate_stage2@s_stage2`"):
         check_inputs(conditions, tmp_path)

@@ -19,29 +19,28 @@ The claims are read defensively (missing or null fields are skipped, never guess
 grows fields as judging does, and these files only need the few described in claims.json's schema.
 """
 import csv
-import glob
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ..io import atomic_path, write_json
 from .kinds import chance_loss
-from .measure import record_pattern, study_of
+from .measure import record_pattern
 from .record import rounded
 
 METRICS = "reports/metrics.json"
 PLOTS = "reports/plots"
 
 
-def write_dvc_files(judged, root="."):
-    """Write reports/metrics.json and the plot data under reports/plots/ for a list of judged claims."""
+def write_dvc_files(judged, results, root="."):
+    """Write reports/metrics.json and the plot data under reports/plots/ (in the repository at root)
+    for a list of judged claims and the results (Results) they were judged on."""
     write_json(Path(root, METRICS), rounded(claim_metrics(judged)))
     plots = Path(root, PLOTS)
     _write_csv(plots / "forest.csv", forest_rows(judged))
     _write_csv(plots / "published_vs_ours.csv", published_rows(judged))
     _write_csv(plots / "ladder.csv", [row for claim in judged for row in ladder_rows(claim)])
-    _write_folder(plots / "loss", loss_rows(root))
+    _write_folder(plots / "loss", loss_rows(results))
 
 
 def effect(claim, contrast):
@@ -95,16 +94,16 @@ def ladder_rows(claim):
     return rows
 
 
-def loss_rows(root="."):
+def loss_rows(results):
     """{study: rows of series (the condition), step, loss (mean over seeds), loss_min, loss_max, chance}
     from the training records' loss curves; a seed that stopped early (diverged, collapsed) counts
     until it stopped. chance: the loss of an encoder that tells nothing apart (kinds.chance_loss),
     empty where the loss has none."""
-    curves, chance, studies = {}, {}, study_of(root)
-    for path in sorted(glob.glob(record_pattern(kind="training"), root_dir=root)):
+    curves, chance, studies = {}, {}, results.studies
+    for path in results.glob(record_pattern(kind="training")):
         folder, condition = Path(path).parts[-3:-1]
         study = studies.get(condition, folder)           # a stage-2 folder's seeds join their study's
-        record = json.loads(Path(root, path).read_text())
+        record = results.record(path)
         curve = curves.setdefault(study, {}).setdefault(condition, {})
         config = record.get("config") or {}
         chance[condition] = chance_loss(config) if {"method", "loss"} <= set(config) else None

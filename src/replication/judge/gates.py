@@ -15,7 +15,7 @@ at or above half (previous_rung); convergence over it is judged on the contrast
 (verdicts.one_more_doubling).
 """
 from . import stats, verdicts
-from .measure import RUNG, read_record, record_paths, rung_of
+from .measure import RUNG, record_paths, rung_of
 from .probes import PROBES
 
 
@@ -59,19 +59,19 @@ def _reached(record, step):
     return (record.get("at") or {}).get(str(step))
 
 
-def control_gain(condition, key, step, rules, root="."):
+def control_gain(condition, key, step, rules, results):
     """An arm's gate on the embedding `key` reads, at `step` (None: the budget, `eval`): per-seed
     share of the control's error removed, its summary, and `trained`. None with under two runs."""
     embedding, probe = embedding_of(key), probe_of(key)
     if step is None:
         step = step_of(key)
-    return _control_gain(condition, embedding, probe, step, rules, root)
+    return _control_gain(condition, embedding, probe, step, rules, results)
 
 
-def _control_gain(condition, embedding, probe, step, rules, root):
+def _control_gain(condition, embedding, probe, step, rules, results):
     shares, gains, calibrated, uncalibrated = {}, {}, [], []
-    for path in record_paths(condition, "evaluation", root):
-        record = read_record(path, root)
+    for path in record_paths(condition, "evaluation", results):
+        record = results.record(path)
         reached = _reached(record, step)
         if not reached or (step is None and record["status"] != "ok"):
             continue
@@ -79,7 +79,7 @@ def _control_gain(condition, embedding, probe, step, rules, root):
         acc0 = cal if cal is not None else uncal
         acc = reached[embedding].get(probe)
         if acc is None or acc0 is None:
-            return None if probe == "linear" else _control_gain(condition, embedding, "linear", step, rules, root)
+            return None if probe == "linear" else _control_gain(condition, embedding, "linear", step, rules, results)
         gains[record["seed"]] = acc - acc0
         shares[record["seed"]] = (acc - acc0) / max(1 - acc0, 1e-9)
         calibrated.append(cal)
@@ -109,7 +109,7 @@ def previous_rung(rungs, step):
     return min(halves) if halves else None
 
 
-def rungs_of(condition, root="."):
+def rungs_of(condition, results):
     """The rungs a condition's runs were evaluated at (its first evaluation record's)."""
-    paths = record_paths(condition, "evaluation", root)
-    return read_record(paths[0], root)["rungs"] if paths else []
+    paths = record_paths(condition, "evaluation", results)
+    return results.record(paths[0])["rungs"] if paths else []

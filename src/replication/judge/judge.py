@@ -7,67 +7,68 @@ from collections import Counter
 
 from . import ladder, probes, registration, robustness, sequential, verdicts
 from .kinds import judge_one
-from .measure import at_sweep_value, check_inputs, sweep_values
+from .measure import at_sweep_value, sweep_values
 from .registry import load_registry, validate_claim
+from .results import Results
 
 
 # ---------------------------------------------------------------- one claim
 
-def _judge_claim(claim, root, rules, documents):
+def _judge_claim(claim, results, rules, documents):
     """The primary analysis, with the ladder's lower rungs, the alternatives' verdicts and, for a
     reconstruction with a free parameter, where along it the verdict holds."""
-    out = _judge_primary(claim, root, rules, documents)
+    out = _judge_primary(claim, results, rules, documents)
     if claim.get("free_parameter"):
-        out["underdetermined"] = _along_free_parameter(claim, out["verdict"], root, rules, documents)
+        out["underdetermined"] = _along_free_parameter(claim, out["verdict"], results, rules, documents)
     return out
 
 
-def _along_free_parameter(claim, verdict, root, rules, documents):
+def _along_free_parameter(claim, verdict, results, rules, documents):
     """The claim judged again at every value of its free parameter that the sweep's records hold
     (verdicts.underdetermined)."""
     free = claim["free_parameter"]
     keys = [k for k in ("measured", "realisations") if k in claim]
     first = claim[keys[0]] if keys else next(iter(claim["arms"].values()))
     by_value = {}
-    for value in sweep_values(first, free, root):
+    for value in sweep_values(first, free, results):
         moved = {k: at_sweep_value(claim[k], free, value) for k in keys}
         if "arms" in claim:
             moved["arms"] = {n: at_sweep_value(spec, free, value) for n, spec in claim["arms"].items()}
-        by_value[value] = judge_one({**claim, **moved}, root, rules, documents)["verdict"]
+        by_value[value] = judge_one({**claim, **moved}, results, rules, documents)["verdict"]
     return verdicts.underdetermined(free["name"], by_value, verdict)
 
 
-def _judge_primary(claim, root, rules, documents):
+def _judge_primary(claim, results, rules, documents):
     """The primary analysis (kinds.py), on the claim's probe where the records hold it, else on its
     stand-in (ladder.readable); for a paired claim its registered alternatives beside it
     (robustness.py) and, on the ladder, its rungs, convergence and trend (ladder.py: on the stand-in,
     as context, where the claim's probe was evaluated at fewer rungs)."""
     if claim["kind"] == "paired":
-        claim, stood_in = ladder.readable(claim, root)
+        claim, stood_in = ladder.readable(claim, results)
     if not claim.get("ladder"):
-        out = judge_one(claim, root, rules, documents)
+        out = judge_one(claim, results, rules, documents)
         if claim["kind"] == "paired":
-            out["primary"] = ladder.primary(claim, None, root, stood_in)
-            out["_alternatives"] = robustness.alternatives(claim, out, None, None, root, rules)
-            _read_at_convergence(claim, out, root, rules)
+            out["primary"] = ladder.primary(claim, None, results, stood_in)
+            out["_alternatives"] = robustness.alternatives(claim, out, None, None, results, rules)
+            _read_at_convergence(claim, out, results, rules)
         return out
-    pairs = ladder.matched_rungs(claim, claim["basis"], root)
-    judged = [judge_one(ladder.at_pair(claim, pair), root, rules, documents) for pair in pairs]
+    pairs = ladder.matched_rungs(claim, claim["basis"], results)
+    judged = [judge_one(ladder.at_pair(claim, pair), results, rules, documents) for pair in pairs]
     out = judged[-1]
-    out["primary"] = ladder.primary(claim, pairs[-1], root, stood_in)
-    out["_alternatives"] = robustness.alternatives(claim, out, pairs, judged, root, rules)
-    shown, shown_pairs = ladder.context(claim, pairs, root)
+    out["primary"] = ladder.primary(claim, pairs[-1], results, stood_in)
+    out["_alternatives"] = robustness.alternatives(claim, out, pairs, judged, results, rules)
+    shown, shown_pairs = ladder.context(claim, pairs, results)
     if shown is not claim:
         out["primary"]["ladder_probe"] = ladder.primary_probe(shown)
-        judged = [judge_one(ladder.at_pair(shown, pair), root, rules, documents) for pair in shown_pairs]
+        judged = [judge_one(ladder.at_pair(shown, pair), results, rules, documents) for pair in shown_pairs]
     out["ladder"] = [ladder.rung_summary(pair, o) for pair, o in zip(shown_pairs, judged)]
-    _read_at_convergence(claim, out, root, rules, at=pairs[-1])
-    out["untrained"] = ladder.untrained_levels(shown, root)
+    _read_at_convergence(claim, out, results, rules, at=pairs[-1])
+    out["untrained"] = ladder.untrained_levels(shown, results)
     ladder.add_trend(out, rules)
     return out
 
 
-def _read_at_convergence(claim, out, root, rules, at=None):
+def _read_at_convergence(claim, out, results, rules, at=None):
     """The one convergence rule (verdicts.READ_BEFORE_CONVERGENCE), for every judged paired verdict
     whichever way it points. Each contrast that gives the claim's verdict (every contrast of an
     inconclusive claim) is carried one more doubling of steps by its per-seed change over the last
@@ -78,7 +79,7 @@ def _read_at_convergence(claim, out, root, rules, at=None):
     if out["verdict"] not in verdicts.JUDGED or not out.get("contrasts"):
         return
     deciding = [c for c in out["contrasts"] if c["verdict"] == out["verdict"]] or out["contrasts"]
-    ends = ladder.last_doubling(claim, root, rules, at)
+    ends = ladder.last_doubling(claim, results, rules, at)
     moves = [verdicts.one_more_doubling(c, ends) for c in deciding]
     measured = [m for m in moves if m]
     unsettled = [m for m in measured if not m["settled"]]
@@ -171,12 +172,12 @@ def _finish(claim, out, rules, run):
 
 # ---------------------------------------------------------------- the registry
 
-def judge_all(claims, root=".", rules=None, run=None, documents=()):
+def judge_all(claims, results, rules=None, run=None, documents=()):
     """Judge every claim on its own; then the Benjamini-Hochberg screen over the decided claims
     (a q-value beside each verdict; it decides nothing). run: the registered run of the latest
     record, if any (its post-registration amendments are post hoc; with none, every amendment is);
     documents: the sections of the documents' own examples."""
-    judged = [_judge_claim(claim, root, rules, documents) for claim in claims]
+    judged = [_judge_claim(claim, results, rules, documents) for claim in claims]
     screened = [(out, verdicts.claim_p(out["verdict"], out.get("contrasts") or [])) for out in judged]
     screened = [(out, p) for out, p in screened if p is not None]
     for (out, p), q in zip(screened, verdicts.bh([p for _, p in screened])):
@@ -196,12 +197,12 @@ def judge_registry(conditions, registry="analysis/claims.yaml"):
     record = registration.load()
     amendments = registration.load_code_amendments() if record else []
     frozen = registration.check_claims(record, rules, claims, registered.withdrawn) if record else {}
-    check_inputs(conditions)
+    results = Results.load(conditions=conditions)
     rules = sequential.for_run(rules, conditions["seeds"])
-    judged = judge_all(claims, rules=rules, run=record and record["run"], documents=registered.documents)
+    judged = judge_all(claims, results, rules, run=record and record["run"], documents=registered.documents)
     if record:
         frozen_rules = sequential.for_run(record["rules"], conditions["seeds"])
-        texts = {cid: lambda claim=claim: judge_all([claim], rules=frozen_rules)[0]["verdict"]
+        texts = {cid: lambda claim=claim: judge_all([claim], results, frozen_rules)[0]["verdict"]
                  for cid, claim in frozen.items()}
         amended = {c["id"]: [a for a in c.get("amended") or [] if registration.amends(a, record["run"])]
                    for c in claims}
@@ -261,9 +262,9 @@ def _data_words(before, after):
     return f"new results of the registered run ({runs})"
 
 
-def judge(claim, root=".", rules=None):
+def judge(claim, results, rules=None):
     """One claim (a raw registry entry) validated and judged on its own."""
-    return judge_all([validate_claim(claim)], root, rules)[0]
+    return judge_all([validate_claim(claim)], results, rules)[0]
 
 
 def _reaches_across(claim):

@@ -34,7 +34,7 @@ import numpy as np
 from . import gates, sequential, stats, verdicts
 from .probes import ON_LOGIT_SCALE
 from .measure import (InputError, at_step, best_of, conditions_of, dig, failed_runs, flatten, in_path_form, key_of,
-                      measure, measure_by_seed, parts, patterns, read_record, realisations, record_paths,
+                      measure, measure_by_seed, parts, patterns, realisations, record_paths,
                       record_pattern, runs, selection_seeds)
 from .registry import declared_gates
 from .verdicts import (CONTRADICTED, EXACT_MATCH, INCONCLUSIVE, MISMATCH, NOT_TESTABLE, NOT_TESTED, REPRODUCED,
@@ -57,9 +57,9 @@ def _arm(values, rules, per_seed=True):
 
 # ---------------------------------------------------------------- printed figures
 
-def _judge_exact(claim, out, notes, root, rules):
+def _judge_exact(claim, out, notes, results, rules):
     """A printed number (or list, or true/false) within `tolerance`."""
-    measured = measure(claim["measured"], root)
+    measured = measure(claim["measured"], results)
     out["arms"]["measured"] = _arm(measured, rules, per_seed=False)
     if _close(measured, claim["published"], claim["tolerance"]):
         return EXACT_MATCH
@@ -68,9 +68,9 @@ def _judge_exact(claim, out, notes, root, rules):
     return MISMATCH
 
 
-def _judge_bound(claim, out, notes, root, rules):
+def _judge_bound(claim, out, notes, results, rules):
     """Every measured number within at_most / at_least."""
-    measured = measure(claim["measured"], root)
+    measured = measure(claim["measured"], results)
     out["arms"]["measured"] = _arm(measured, rules, per_seed=False)
     ok = all((claim.get("at_most") is None or v <= claim["at_most"]) and
              (claim.get("at_least") is None or v >= claim["at_least"]) for v in flatten(measured))
@@ -80,9 +80,9 @@ def _judge_bound(claim, out, notes, root, rules):
     return WITHIN_BOUND if ok else MISMATCH
 
 
-def _judge_range(claim, out, notes, root, rules):
+def _judge_range(claim, out, notes, results, rules):
     """Every per-seed value inside the printed range [lo, hi], widened by `tolerance`."""
-    measured = measure(claim["measured"], root)
+    measured = measure(claim["measured"], results)
     out["arms"]["measured"] = _arm(measured, rules)
     lo, hi = claim["range"]
     tol = claim["tolerance"]
@@ -93,22 +93,22 @@ def _judge_range(claim, out, notes, root, rules):
     return MISMATCH if outside else EXACT_MATCH
 
 
-def _reference_gate(spec, step, out, root, rules):
+def _reference_gate(spec, step, out, results, rules):
     """The gate of the reference a claim declares (a condition, and the figure whose probe and
     embedding it must have trained on), recorded in out['reference']: (condition, gate or None)."""
-    condition, key = _gated_runs(spec, root)[0]
-    gate = gates.control_gain(condition, key, step, rules, root)
+    condition, key = _gated_runs(spec, results)[0]
+    gate = gates.control_gain(condition, key, step, rules, results)
     out["reference"] = {"condition": condition, "control": gate}
     return condition, gate
 
 
-def _untrained_reference(claim, out, notes, root, rules):
+def _untrained_reference(claim, out, notes, results, rules):
     """Whether the reference an interval or single-run claim declares did not train (then its
     figures are shown and its verdict is `not testable here`); its arms are the claim's outcome."""
     if not claim.get("reference"):
         return False
     out["outcome_arms"] = list(out["arms"])
-    condition, gate = _reference_gate(claim["reference"], None, out, root, rules)
+    condition, gate = _reference_gate(claim["reference"], None, out, results, rules)
     if gate is not None and gate["trained"]:
         return False
     notes.insert(0, (gates.untrained_reason("The reference", condition, gate) if gate else
@@ -117,7 +117,7 @@ def _untrained_reference(claim, out, notes, root, rules):
     return True
 
 
-def _judge_interval(claim, out, notes, root, rules):
+def _judge_interval(claim, out, notes, results, rules):
     """Each arm's interval of the mean inside the published range, once the declared reference
     (where the arms read trained encoders) has trained. With `yardstick: one run` (a range printed
     from one run), each arm's prediction interval of one more run (on the log scale for a
@@ -125,7 +125,7 @@ def _judge_interval(claim, out, notes, root, rules):
     lo, hi = claim["range"]
     found = []
     for name, spec in claim["arms"].items():
-        out["arms"][name] = _arm(measure(spec, root), rules)
+        out["arms"][name] = _arm(measure(spec, results), rules)
         if claim.get("yardstick") == "one run":
             found.append(_one_run_against_range(name, spec, out["arms"][name], lo, hi, notes, rules))
             continue
@@ -135,7 +135,7 @@ def _judge_interval(claim, out, notes, root, rules):
             notes.append(f"{name}: the {verdicts.level_label(rules)} interval of the mean [{a:.4g}, {b:.4g}] "
                          f"{'lies outside' if found[-1] == CONTRADICTED else 'straddles an edge of'} "
                          f"the published range [{lo:g}, {hi:g}].")
-    if _untrained_reference(claim, out, notes, root, rules):
+    if _untrained_reference(claim, out, notes, results, rules):
         return NOT_TESTABLE
     return verdicts.combine(found)
 
@@ -159,12 +159,12 @@ def _one_run_against_range(name, spec, arm, lo, hi, notes, rules):
     return verdicts.one_run_range_verdict(arm["prediction95"], lo, hi)
 
 
-def _judge_single_run(claim, out, notes, root, rules):
+def _judge_single_run(claim, out, notes, results, rules):
     """A figure from one printed run, inside the prediction interval of our realisations, once
     the declared reference (where they read trained encoders) has trained."""
-    values = realisations(claim["realisations"], root)
+    values = realisations(claim["realisations"], results)
     arm = out["arms"]["realisations"] = _arm(values, rules)
-    if _untrained_reference(claim, out, notes, root, rules):
+    if _untrained_reference(claim, out, notes, results, rules):
         return NOT_TESTABLE
     if len(values) < 2:
         notes.append("Fewer than two realisations: no spread to judge a single run against.")
@@ -190,14 +190,14 @@ def chance_loss(config):
     return None
 
 
-def _judge_failure(claim, out, notes, root, rules):
+def _judge_failure(claim, out, notes, results, rules):
     """A condition fails by its budget (or, with `at: top`, by its ladder's last rung; with `at: first`,
     by its first trained rung): every run
     diverges or collapses before it, or the arm does not train there and its loss (the mean of the
     steps just before) stays at rules['failure_loss_fraction'] of the chance loss or above. With
     `reference`, that condition must train by the same step, else the failure is not specific to
     this one. With `collapse`, judged on the embedding (_judge_collapse)."""
-    records = runs(claim["runs"], root)
+    records = runs(claim["runs"], results)
     config = records[0]["config"]
     step = {"budget": config["steps"], "top": ([config["steps"]] + config.get("ladder", []))[-1],
             "first": (config.get("checkpoints", []) + [config["steps"]])[0]}[claim["at"]]
@@ -208,7 +208,7 @@ def _judge_failure(claim, out, notes, root, rules):
     out["step"] = step
     out["arms"]["runs"] = {"values": [r.get("status", "ok") for r in records], "n": len(records), "failed": failures}
     if claim.get("reference"):
-        reference, gate = _reference_gate(claim["reference"], rung, out, root, rules)
+        reference, gate = _reference_gate(claim["reference"], rung, out, results, rules)
         if gate is None or not gate["trained"]:
             notes.append(f"The reference {reference} did not train by step {step} either, so a failure here is "
                          "not specific to this condition.")
@@ -220,7 +220,7 @@ def _judge_failure(claim, out, notes, root, rules):
         out["decided_by"] = f"all {len(records)} runs diverged or collapsed before step {step}"
         return REPRODUCED
     condition = conditions_of(claim["runs"])[0]
-    gate = gates.control_gain(condition, "h", rung, rules, root)
+    gate = gates.control_gain(condition, "h", rung, rules, results)
     floor = chance_loss(reached[0]["config"])
     losses = [r["rung_loss"][str(step)] for r in reached]
     out["arms"]["loss"] = {**_arm(losses, rules), "chance_loss": floor, "step": step}
@@ -234,7 +234,7 @@ def _judge_failure(claim, out, notes, root, rules):
                      f"[{lo:.0f}, {hi:.0f}]" + (" (on h; the verdict reads the embedding, below)."
                                                  if claim.get("collapse") else "."))
     if claim.get("collapse"):
-        verdict = _judge_collapse(claim["collapse"], out, notes, root, near_floor, rules)
+        verdict = _judge_collapse(claim["collapse"], out, notes, results, near_floor, rules)
         out["decided_by"] = "; ".join(n.rstrip(".") for n in notes if "(a collapsed embedding)" in n)
         return verdict
     if gate is None:
@@ -252,10 +252,10 @@ def _judge_failure(claim, out, notes, root, rules):
     return REPRODUCED if near_floor else INCONCLUSIVE
 
 
-def _collapsed_runs(spec, above, out, notes, root, rules):
+def _collapsed_runs(spec, above, out, notes, results, rules):
     """Per seed, whether the embedding stayed collapsed: its spread figure (z uniformity, 0 for a
     single point) above `above`. Adds the arm and a note; returns (collapsed seeds, all seeds)."""
-    values = measure_by_seed(spec, root)
+    values = measure_by_seed(spec, results)
     stuck = [s for s, v in values.items() if v > above]
     name = f"{conditions_of(spec)[0]}: {key_of(spec)}"
     out["arms"][name] = {**_arm(list(values.values()), rules), "seeds": list(values), "key": key_of(spec),
@@ -265,11 +265,11 @@ def _collapsed_runs(spec, above, out, notes, root, rules):
     return stuck, list(values)
 
 
-def _judge_collapse(collapse, out, notes, root, loss_at_floor, rules):
+def _judge_collapse(collapse, out, notes, results, loss_at_floor, rules):
     """A collapse claim judged on the embedding the loss acts on (`collapse.runs`): every run's spread
     figure stays above `collapse.above` with the loss at the collapsed level (loss_at_floor); and,
     with `collapse.avoided_by`, every run of the alternative spreads below it."""
-    stuck, seeds = _collapsed_runs(collapse["runs"], collapse["above"], out, notes, root, rules)
+    stuck, seeds = _collapsed_runs(collapse["runs"], collapse["above"], out, notes, results, rules)
     if len(seeds) < 2:
         return INCONCLUSIVE
     if not stuck:
@@ -278,7 +278,7 @@ def _judge_collapse(collapse, out, notes, root, loss_at_floor, rules):
         return INCONCLUSIVE
     if "avoided_by" not in collapse:
         return REPRODUCED
-    also, others = _collapsed_runs(collapse["avoided_by"], collapse["above"], out, notes, root, rules)
+    also, others = _collapsed_runs(collapse["avoided_by"], collapse["above"], out, notes, results, rules)
     if len(others) < 2:                   # the alternative's runs did not finish: nothing avoided
         return INCONCLUSIVE
     if not also:
@@ -288,17 +288,17 @@ def _judge_collapse(collapse, out, notes, root, loss_at_floor, rules):
 
 # ---------------------------------------------------------------- paired contrasts
 
-def _gated_runs(spec, root):
+def _gated_runs(spec, results):
     """(condition, key) of each set of runs an arm's gate reads: the chosen candidate of a best_of,
     else every part (a difference of two conditions, each at the step its own key reads)."""
     if "best_of" in spec:
-        spec = spec["best_of"][best_of(spec, root)[0]]
+        spec = spec["best_of"][best_of(spec, results)[0]]
     if parts(spec):
-        return [run for part in parts(spec) for run in _gated_runs(part, root)]
+        return [run for part in parts(spec) for run in _gated_runs(part, results)]
     return [(condition, spec.get("key")) for condition in conditions_of(spec)]
 
 
-def _paired_arms(claim, out, notes, root, rules):
+def _paired_arms(claim, out, notes, results, rules):
     """Per-seed values of every arm of a paired claim, with failed runs and, for its declared
     reference arms, their gate on the embedding each arm measures."""
     a, bs = claim["a"], claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
@@ -306,21 +306,21 @@ def _paired_arms(claim, out, notes, root, rules):
     by_seed, untrained = {}, {}
     for name in [a] + bs:
         spec = claim["arms"][name]
-        by_seed[name] = measure_by_seed(spec, root)
+        by_seed[name] = measure_by_seed(spec, results)
         arm = out["arms"][name] = {**_arm(list(by_seed[name].values()), rules), "seeds": list(by_seed[name]),
                                    "key": key_of(spec)}
         if "best_of" in spec:
-            arm["chosen"] = patterns(spec["best_of"][best_of(spec, root)[0]])[0]
-            arm["chosen_on_seeds"] = selection_seeds([measure_by_seed(s, root) for s in spec["best_of"]])
+            arm["chosen"] = patterns(spec["best_of"][best_of(spec, results)[0]])[0]
+            arm["chosen_on_seeds"] = selection_seeds([measure_by_seed(s, results) for s in spec["best_of"]])
         step = claim.get("_arm_steps", {}).get(name, claim.get("_step"))
-        controls = {c: gates.control_gain(c, key, step, rules, root) for c, key in _gated_runs(spec, root)}
+        controls = {c: gates.control_gain(c, key, step, rules, results) for c, key in _gated_runs(spec, results)}
         if any(controls.values()):
             arm["control"] = {c: g for c, g in controls.items() if g}
             arm["reference"] = name in reference
         for c, gate in controls.items():
             if name in reference and gate and not gate["trained"]:
                 untrained[name] = gates.untrained_reason(name, c, gate)
-        failures = failed_runs(spec["best_of"][best_of(spec, root)[0]] if "best_of" in spec else spec, root)
+        failures = failed_runs(spec["best_of"][best_of(spec, results)[0]] if "best_of" in spec else spec, results)
         if failures:
             arm["failed"] = failures
             notes.append(f"{name}: {len(failures)} run(s) failed ({failures[0]['status']}); "
@@ -382,31 +382,31 @@ def _logit_effect(claim, a, b, by_seed, rules):
     return {"diffs": diffs, "mean": float(np.mean(diffs)), "ci95": stats.t_interval(diffs, verdicts.level(rules))}
 
 
-def _judge_paired(claim, out, notes, root, rules):
+def _judge_paired(claim, out, notes, results, rules):
     """Arm a against each arm in b, seed by seed; every contrast must hold (intersection-union)."""
-    a, bs, by_seed, untrained = _paired_arms(claim, out, notes, root, rules)
+    a, bs, by_seed, untrained = _paired_arms(claim, out, notes, results, rules)
     out["reference_arms"], out["outcome_arms"] = declared_gates(claim)
     out["contrasts"] = [_contrast(claim, a, b, by_seed, untrained, rules) for b in bs]
     if claim["direction"] == "equal":
-        control = _positive_control(claim, root, rules)
+        control = _positive_control(claim, results, rules)
         out["contrasts"] = [verdicts.positive_control(c, control) for c in out["contrasts"]]
         if control:
             out["positive_control"] = control
-    at_zero = {n: _at_step_zero(claim["arms"][n], root, n) for n in [a, *bs]}
+    at_zero = {n: _at_step_zero(claim["arms"][n], results, n) for n in [a, *bs]}
     for c in out["contrasts"]:
         c["logit"] = _logit_effect(claim, a, c["b"], by_seed, rules)
         c["baseline"] = _baseline(claim, c, at_zero, rules)
     return verdicts.combine([c["verdict"] for c in out["contrasts"]])
 
 
-def _positive_control(claim, root, rules):
+def _positive_control(claim, results, rules):
     """A claim of no effect's positive control (registry.PositiveControl) at the rung judged: its
     a - b in its direction, seed by seed, decided against the claim's margin; None without one."""
     control = claim.get("positive_control")
     if control is None:
         return None
     step = claim.get("_step")
-    a, b = (measure_by_seed(control[k] if step is None else at_step(control[k], step), root) for k in "ab")
+    a, b = (measure_by_seed(control[k] if step is None else at_step(control[k], step), results) for k in "ab")
     seeds = [s for s in a if s in b]
     c = {"a": " ".join(patterns(control["a"])), "b": " ".join(patterns(control["b"])),
          "direction": control["direction"], "margin": claim["margin"], "seeds": seeds}
@@ -419,7 +419,7 @@ def _positive_control(claim, root, rules):
     return {**c, "verdict": verdicts.decide(c, rules["alpha"])}
 
 
-def _at_step_zero(spec, root, name):
+def _at_step_zero(spec, results, name):
     """({seed: value}, None) of an arm's figure on its untrained encoder (step 0, or the control
     record for a figure read at the budget); (None, None) where the figure has no untrained reading;
     (None, why) where it should have one that cannot be read."""
@@ -429,7 +429,7 @@ def _at_step_zero(spec, root, name):
     zero = {**spec, "key": "control." + key.split(".", 1)[1] if key.startswith("eval.") else
             re.sub(r"^at\.[^.]+\.", "at.0.", key)}
     try:
-        return measure_by_seed(zero, root), None
+        return measure_by_seed(zero, results), None
     except InputError:
         return None, f"the step-0 records of {name} hold no {zero['key']} (its untrained control was not probed so)"
 
@@ -463,19 +463,19 @@ def _baseline(claim, c, untrained, rules):
 SUPERVISED = ("supervised", "supcon")     # the methods that learn from the class labels (RunConfig.method)
 
 
-def population(claim, root, rules):
+def population(claim, results, rules):
     """The finished runs a correlation reads, and {condition: why it is left out}. Over a population
     named by its conditions (runs: {conditions: [...]}), each named condition must hold records,
     else InputError; a condition whose method learns from the labels (SUPERVISED), or whose runs
     did not train (gates.py, on the figure y reads), is left out unless the claim's `keep` names
     'supervised' or 'untrained'. Over a pattern, every finished run it selects."""
-    finished = lambda spec: [r for r in runs(spec, root) if r.get("status", "ok") == "ok" and r.get("eval")]
+    finished = lambda spec: [r for r in runs(spec, results) if r.get("status", "ok") == "ok" and r.get("eval")]
     named = claim["runs"].get("conditions")
     if named is None:
         return finished(claim["runs"]), {}
     keep, records, left_out = claim.get("keep") or [], [], {}
     for condition in named:
-        why = _left_out(claim, condition, keep, root, rules)
+        why = _left_out(claim, condition, keep, results, rules)
         if why:
             left_out[condition] = why
         else:
@@ -483,19 +483,19 @@ def population(claim, root, rules):
     return records, left_out
 
 
-def _left_out(claim, condition, keep, root, rules):
+def _left_out(claim, condition, keep, results, rules):
     """Why a named condition is out of a correlation's population (population), or None."""
-    trained = record_paths(condition, "training", root)
-    if not trained or not record_paths(condition, "evaluation", root):
+    trained = record_paths(condition, "training", results)
+    if not trained or not record_paths(condition, "evaluation", results):
         raise InputError(f"claim {claim['id']}: runs.conditions: {condition!r} holds no records "
                          f"({record_pattern(condition)}); run its pretrain and evaluate stages, or leave it "
                          "out of the list in analysis/claims.yaml")
-    method = read_record(trained[0], root)["config"]["method"]
+    method = results.record(trained[0])["config"]["method"]
     if method in SUPERVISED and "supervised" not in keep:
         return f"supervised ({method})"
     if "untrained" in keep:
         return None
-    gate = gates.control_gain(condition, claim["y"], None, rules, root)
+    gate = gates.control_gain(condition, claim["y"], None, rules, results)
     if gate is None:
         return "fewer than two finished runs"
     if not gate["trained"]:
@@ -508,14 +508,14 @@ def _left_out(claim, condition, keep, root, rules):
 MIN_CONDITIONS = 3     # a correlation across conditions needs at least this many (the bootstrap draws conditions)
 
 
-def _judge_correlation(claim, out, notes, root, rules):
+def _judge_correlation(claim, out, notes, results, rules):
     """Spearman's rho of x and y across the conditions of its population, one value per condition
     (the mean over its seeds: seeds of one condition are not independent of each other, and a
     condition with more seeds must not weigh more); direction 'less' claims a negative correlation.
     The interval comes from a bootstrap over conditions (stats.cluster_bootstrap), and the claim is
     decided against the margin on it. Two x figures claim they predict y jointly: each one's partial
     rank correlation with y given the other, both required (intersection-union)."""
-    records, left_out = population(claim, root, rules)
+    records, left_out = population(claim, results, rules)
     if "conditions" in claim["runs"]:
         kept = [c for c in claim["runs"]["conditions"] if c not in left_out]
         out["population"] = {"conditions": kept, "left_out": left_out}
@@ -571,7 +571,7 @@ CARRIED = ("id", "source", "statement", "published", "metric", "section", "kind"
            "published_effect_value", "effect_scale", "effect_unit", "amended", "calibrated", "realisation")
 
 
-def judge_one(claim, root, rules, documents=()):
+def judge_one(claim, results, rules, documents=()):
     """A claims.json entry (contrasts kept in `contrasts`; notes still open in `_notes`); its origin
     (verdicts.ORIGINS) the claim's own where it names one, else its section's (`documents`: the
     sections that hold the documents' own examples, registry.Registry.documents)."""
@@ -581,5 +581,5 @@ def judge_one(claim, root, rules, documents=()):
     if claim["kind"] == "not_tested":
         return {**out, "verdict": NOT_TESTED, "note": claim["reason"]}
     out["_notes"] = [claim["scale_note"]] if claim.get("scale_note") else []
-    out["verdict"] = JUDGES[claim["kind"]](claim, out, out["_notes"], root, rules)
+    out["verdict"] = JUDGES[claim["kind"]](claim, out, out["_notes"], results, rules)
     return out

@@ -21,7 +21,7 @@ holds the claim's probe. Along the rungs:
                   a contradicted top rung says whether it may be a scale artefact
 """
 from . import gates, probes, stats, verdicts
-from .measure import (InputError, at_step, best_of, conditions_of, dig, key_of, measure_by_seed, parts, read_record,
+from .measure import (InputError, at_step, best_of, conditions_of, dig, key_of, measure_by_seed, parts,
                       record_paths, record_pattern, replace_key, runs, with_rungs)
 
 EQUAL_STEPS = ("equal steps", "equal updates")     # bases that pair every arm at the same step
@@ -29,22 +29,22 @@ EQUAL_STEPS = ("equal steps", "equal updates")     # bases that pair every arm a
 
 # ---------------------------------------------------------------- where a claim is read
 
-def primary(claim, top, root, stood_in=None):
+def primary(claim, top, results, stood_in=None):
     """The registered primary analysis: the probe the arms read, the rung (the top rung pair of a
     ladder claim, `top`; else the runs' budget) and the compute basis; `stood_in`: the probe the
     claim registered, where the claim is read on its stand-in (readable)."""
-    return {"probe": primary_probe(claim), "rung": pair_label(top) if top else budget(claim, root),
+    return {"probe": primary_probe(claim), "rung": pair_label(top) if top else budget(claim, results),
             "basis": claim["basis"], **({"stand_in_for": stood_in} if stood_in else {})}
 
 
-def holds(spec, root):
+def holds(spec, results):
     """Whether every finished run a spec reads holds its figure (a probe evaluated at the step its
     key names: run 2's records hold the all-label probe at each run's budget only)."""
     if parts(spec):
-        return all(holds(part, root) for part in parts(spec))
+        return all(holds(part, results) for part in parts(spec))
     if spec.get("key") is None:
         return True
-    for record in (r for r in runs(spec, root) if r.get("status", "ok") == "ok"):
+    for record in (r for r in runs(spec, results) if r.get("status", "ok") == "ok"):
         try:
             dig(record, with_rungs(spec["key"], record))
         except InputError:
@@ -61,25 +61,25 @@ def stand_in(claim):
     return None if None in arms.values() else {**claim, "arms": arms}
 
 
-def readable(claim, root):
+def readable(claim, results):
     """(claim, the probe it registered or None): the claim as read, on its own probe where the
     records hold it at a rung (pair) it reads, else on its stand-in (module docstring)."""
     other = stand_in(claim)
     if other is None:
         return claim, None
     if claim.get("ladder"):
-        held = _pairs(claim, claim["basis"], root)
+        held = _pairs(claim, claim["basis"], results)
     else:
-        held = all(holds(spec, root) for spec in claim["arms"].values())
+        held = all(holds(spec, results) for spec in claim["arms"].values())
     return (claim, None) if held else (other, primary_probe(claim))
 
 
-def context(claim, pairs, root):
+def context(claim, pairs, results):
     """(claim, pairs) the rungs, convergence and trend are read on: the claim's own where its
     records hold its probe at every rung pair its stand-in's hold, else the stand-in's (module
     docstring)."""
     other = stand_in(claim)
-    wider = _pairs(other, claim["basis"], root) if other else []
+    wider = _pairs(other, claim["basis"], results) if other else []
     return (other, wider) if len(wider) > len(pairs) else (claim, pairs)
 
 
@@ -90,19 +90,19 @@ def primary_probe(claim):
     return last if last in probes.PANEL else key
 
 
-def budget(claim, root):
+def budget(claim, results):
     """The steps a non-ladder claim reads its runs at (their budget, from the training records):
     one number when every arm shares it, else {arm: steps}."""
     steps = {}
     for name, spec in claim["arms"].items():
         for condition in conditions_of(spec):
-            found = record_paths(condition, "training", root)
+            found = record_paths(condition, "training", results)
             if found:
-                steps.setdefault(name, read_record(found[0], root)["config"]["steps"])
+                steps.setdefault(name, results.record(found[0])["config"]["steps"])
     return next(iter(steps.values())) if len(set(steps.values())) == 1 else steps or None
 
 
-def last_doubling(claim, root, rules, at=None, arms=None):
+def last_doubling(claim, results, rules, at=None, arms=None):
     """Each arm's figure per seed at both ends of its last doubling of steps before the step it is
     read at (`at`: one step or {arm: step}; default the runs' budget; gates.previous_rung), on the
     claim's own figure (`eval.<figure>` or `at.{step}.<figure>`; a best_of arm on the candidate it
@@ -114,23 +114,23 @@ def last_doubling(claim, root, rules, at=None, arms=None):
     starts the doubling, or whose figure is read at one rung only, is left out (not measured)."""
     margin = claim["margin"]
     scale, unit = claim.get("effect_scale", 1.0), claim.get("effect_unit", "")
-    steps = budget(claim, root) if at is None else at
+    steps = budget(claim, results) if at is None else at
     ends = {}
     for name, spec in claim["arms"].items():
         at_budget = steps.get(name) if isinstance(steps, dict) else steps
         if (arms is not None and name not in arms) or not at_budget:
             continue
         if "best_of" in spec:
-            spec = spec["best_of"][best_of(at_step(spec, at_budget), root)[0]]
+            spec = spec["best_of"][best_of(at_step(spec, at_budget), results)[0]]
         key, found = key_of(spec) or "", conditions_of(spec)
         figure = next((key[len(p):] for p in ("eval.", "at.{step}.") if key.startswith(p)), None)
         if parts(spec) or not figure or len(found) != 1:
             continue
-        start = gates.previous_rung(gates.rungs_of(found[0], root), at_budget)
+        start = gates.previous_rung(gates.rungs_of(found[0], results), at_budget)
         if start is None:
             continue
         try:
-            before, after = (measure_by_seed({**spec, "key": f"at.{step}.{figure}"}, root) for step in (start, at_budget))
+            before, after = (measure_by_seed({**spec, "key": f"at.{step}.{figure}"}, results) for step in (start, at_budget))
         except InputError:          # the figure is read at the budget only (the all-label probe in run 2)
             continue
         change = [after[s] - before[s] for s in after if s in before]
@@ -162,11 +162,11 @@ def pair_label(pair):
     return next(iter(steps)) if len(steps) == 1 else dict(pair)
 
 
-def ladder_rungs(claim, root="."):
+def ladder_rungs(claim, results):
     """The trained rungs (steps above 0) that every condition of a ladder claim was evaluated at."""
     common = None
     for condition in (c for spec in claim["arms"].values() for c in conditions_of(spec)):
-        rungs = set(gates.rungs_of(condition, root))
+        rungs = set(gates.rungs_of(condition, results))
         common = rungs if common is None else common & rungs
     rungs = sorted(r for r in common or () if r > 0)
     if not rungs:
@@ -174,10 +174,10 @@ def ladder_rungs(claim, root="."):
     return rungs
 
 
-def matched_rungs(claim, basis, root="."):
+def matched_rungs(claim, basis, results):
     """The rung pairs ({arm: step}, ascending) a ladder claim is judged at on a compute basis (_pairs);
     InputError where there is none."""
-    pairs = _pairs(claim, basis, root)
+    pairs = _pairs(claim, basis, results)
     if pairs:
         return pairs
     if basis in EQUAL_STEPS:
@@ -189,20 +189,20 @@ def matched_rungs(claim, basis, root="."):
                      "recorded; add ladder rungs to params.yaml that pair up, or register another basis")
 
 
-def _pairs(claim, basis, root):
+def _pairs(claim, basis, results):
     """Every rung pair ({arm: step}, ascending) of a ladder claim on a compute basis at which the
     records hold the figures it reads: every common trained rung on equal steps (or updates); else
     the pairs of a's and b's rungs at which both have spent the same (matched_steps), which the
     registry allows for two arms."""
     if basis in EQUAL_STEPS:
-        pairs = [{name: step for name in claim["arms"]} for step in ladder_rungs(claim, root)]
+        pairs = [{name: step for name in claim["arms"]} for step in ladder_rungs(claim, results)]
     else:
         a, b = claim["a"], claim["b"] if isinstance(claim["b"], str) else claim["b"][0]
         (ca,), (cb,) = conditions_of(claim["arms"][a]), conditions_of(claim["arms"][b])
         pairs = [{a: sa, b: sb} for sa, sb in matched_steps(
-            gates.rungs_of(ca, root), gates.rungs_of(cb, root),
-            cost_per_step(_config(ca, root), basis), cost_per_step(_config(cb, root), basis))]
-    return [pair for pair in pairs if all(holds(spec, root) for spec in at_pair(claim, pair)["arms"].values())]
+            gates.rungs_of(ca, results), gates.rungs_of(cb, results),
+            cost_per_step(_config(ca, results), basis), cost_per_step(_config(cb, results), basis))]
+    return [pair for pair in pairs if all(holds(spec, results) for spec in at_pair(claim, pair)["arms"].values())]
 
 
 def cost_per_step(config, basis):
@@ -223,11 +223,11 @@ def matched_steps(rungs_a, rungs_b, cost_a, cost_b):
     return sorted((ra, rb) for ra in rungs_a for rb in rungs_b if ra > 0 and rb > 0 and ra * cost_a == rb * cost_b)
 
 
-def _config(condition, root):
-    found = record_paths(condition, "training", root)
+def _config(condition, results):
+    found = record_paths(condition, "training", results)
     if not found:
         raise InputError(f"{record_pattern(condition, 'training')}: no training record; run its pretrain stage")
-    return read_record(found[0], root)["config"]
+    return results.record(found[0])["config"]
 
 
 # ---------------------------------------------------------------- what the rungs say
@@ -240,13 +240,13 @@ def rung_summary(pair, out):
             "verdict": out["verdict"], "arms": out["arms"], "contrasts": out.get("contrasts", [])}
 
 
-def untrained_levels(claim, root):
+def untrained_levels(claim, results):
     """Each arm's figure at step 0 (the evaluation of the untrained encoder, on the arm's own
     measure), mean over seeds; only arms that read an evaluation at a rung have one."""
     levels = {}
     for name, spec in claim["arms"].items():
         if (key_of(spec) or "").startswith("at.{step}."):
-            values = list(measure_by_seed(at_step(spec, 0), root).values())
+            values = list(measure_by_seed(at_step(spec, 0), results).values())
             levels[name] = sum(values) / len(values) if values else None
     return levels
 

@@ -31,14 +31,14 @@ from .measure import InputError, conditions_of, replace_key
 DIMENSIONS = ("probe", "rung", "basis", "baseline", "multiplicity")
 
 
-def alternatives(claim, out, pairs, judged, root, rules):
+def alternatives(claim, out, pairs, judged, results, rules):
     """The claim re-judged under every registered alternative but multiplicity (which needs the whole
     registry's screen: add_multiplicity): at its budget (`pairs` None), else at the ladder's rung
     pairs (`judged`: the claim at each)."""
     top = pairs[-1] if pairs else None
-    found = _probe_alternatives(claim, top, root, rules)
+    found = _probe_alternatives(claim, top, results, rules)
     if pairs:
-        found += _rung_alternative(pairs, judged) + _basis_alternatives(claim, root, rules)
+        found += _rung_alternative(pairs, judged) + _basis_alternatives(claim, results, rules)
     return found + _baseline_alternative(out)
 
 
@@ -87,7 +87,7 @@ def as_alternative(dimension, choice, out):
             **({"seeds": len(main["seeds"]), "level": main["level"]} if main.get("seeds") and main.get("level") else {})}
 
 
-def _probe_alternatives(claim, pair, root, rules):
+def _probe_alternatives(claim, pair, results, rules):
     """The claim under each other class-label probe, at the primary rung pair (None: its budget),
     where the records hold it there."""
     primary = primary_probe(claim)
@@ -98,8 +98,8 @@ def _probe_alternatives(claim, pair, root, rules):
             continue
         other = {**claim, "arms": arms}
         other = at_pair(other, pair) if pair else other
-        if all(holds(spec, root) for spec in other["arms"].values()):
-            found.append(as_alternative("probe", probe, judge_one(other, root, rules)))
+        if all(holds(spec, results) for spec in other["arms"].values()):
+            found.append(as_alternative("probe", probe, judge_one(other, results, rules)))
     return found
 
 
@@ -122,21 +122,21 @@ def _rung_alternative(pairs, judged):
     return [as_alternative("rung", pair_label(pairs[i]), judged[i])]
 
 
-def _basis_alternatives(claim, root, rules):
+def _basis_alternatives(claim, results, rules):
     """The claim at its top rung pair on every other basis (equal steps, equal images, equal encoder
     passes) that pairs different rungs from the primary's; only for two-arm, one-condition claims."""
-    found, seen = [], {_pair_key(matched_rungs(claim, claim["basis"], root)[-1])}
+    found, seen = [], {_pair_key(matched_rungs(claim, claim["basis"], results)[-1])}
     for basis in rules["robustness"]["bases"]:
         if basis == claim["basis"]:
             continue
         try:
-            pairs = matched_rungs(claim, basis, root) if basis == "equal steps" or _two_plain_arms(claim) else []
+            pairs = matched_rungs(claim, basis, results) if basis == "equal steps" or _two_plain_arms(claim) else []
         except InputError:
             pairs = []
         if pairs and _pair_key(pairs[-1]) not in seen:
             seen.add(_pair_key(pairs[-1]))
             steps = ", ".join(f"{arm} at {step:,}" for arm, step in pairs[-1].items())
-            judged = judge_one(at_pair(claim, pairs[-1]), root, rules)
+            judged = judge_one(at_pair(claim, pairs[-1]), results, rules)
             found.append(as_alternative("basis", f"{basis}: {steps} steps", judged))
     return found
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..judge.measure import study_of
+from ..judge.results import study_of
 
 CONTROL_AT_MOST = 0.30
 GAIN_AT_LEAST = 0.25

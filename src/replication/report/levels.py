@@ -12,8 +12,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import claims_view as rc
-from ..judge.measure import record_paths, study_of
+from ..judge.measure import record_paths
 from ..judge.probes import probe_title
+from ..judge.results import Results, study_of
 from ..judge.stats import t_interval
 from ..io import load_yaml
 from ..schema import one_line
@@ -112,9 +113,9 @@ def _interval(values, level):
     return "–" if found is None else "{:.1f} [{:.1f}, {:.1f}]".format(*found)
 
 
-def _seeds(root, kind, condition):
+def _seeds(results, kind, condition):
     """A condition's records of one kind, every seed in seed order, stage 2's among them."""
-    return [json.loads(Path(root, p).read_text()) for p in record_paths(condition, kind, root)]
+    return [results.record(p) for p in record_paths(condition, kind, results)]
 
 
 def _probe(evaluated, at, key):
@@ -124,9 +125,10 @@ def _probe(evaluated, at, key):
 
 def _arms(methods, root):
     """(method, its training records, its evaluation records) for each method whose records exist."""
+    results = Results.load(root)
     for method in methods:
         condition = method.arm.split("/")[1]
-        trained, evaluated = _seeds(root, "training", condition), _seeds(root, "evaluation", condition)
+        trained, evaluated = _seeds(results, "training", condition), _seeds(results, "evaluation", condition)
         if trained and evaluated:
             yield method, trained, evaluated
 
