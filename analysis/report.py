@@ -19,7 +19,7 @@ from IPython.display import HTML, display
 from replication.io import cpu_model
 from replication.judge import registration, sequential, verdicts
 from replication.judge.kinds import chance_loss
-from replication.judge.measure import study_of
+from replication.judge.results import study_of
 from replication.judge.registry import load_registry
 from replication.judge.stats import t_interval
 from replication.report import claims_view as rc, deviations as rd, figures, headroom, levels, notebook as render, page
