@@ -19,7 +19,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(2)>'\"><b onmouseover=alert(3) x='"
-INPUTS = ["analysis/report.py", "analysis/claims.yaml", "analysis/cifar10_reference.yaml",
+INPUTS = ["analysis/report.py", "analysis/claims.yaml", "analysis/rules.yaml", "analysis/cifar10_reference.yaml",
           "analysis/deviations.yaml", "analysis/levels.yaml", "experiments/render_report.py",
           "experiments/_interpreter.py", "resolved", "results", "reports/claims.json",
           "reports/summary.json", "reports/stage_times.json"]

@@ -457,7 +457,8 @@ def check_claims(record, rules, claims, withdrawn=None):
     Claims are compared in path form (measure.in_path_form): an arm that names its condition reads
     the same runs as the pattern registered for it, and is the same claim."""
     if _digest(rules) != record["rules_sha256"]:
-        raise RegistrationError(f"{rules_path(REGISTRY)}: rules differ from the registration of {record['date']}; "
+        held_in = rules_path(REGISTRY) if rules_path(REGISTRY).exists() else REGISTRY    # a registry of one file
+        raise RegistrationError(f"{held_in}: rules differ from the registration of {record['date']}; "
                                 "restore them, or register again before the run")
     run = record.get("run", 1)
     present = {c["id"] for c in claims}
