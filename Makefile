@@ -1,6 +1,8 @@
 # `make repro` brings every result up to date with the code and params (DVC reruns what is stale,
 # never what a fresh clone merely lacks);
 # `make repro-all` regenerates every result from scratch on this machine; `make test` runs the tests.
+# The entries that run the study are aliases of `python -m replication VERB` (src/replication/cli/;
+# `python -m replication --help` lists the verbs, `python -m replication VERB --help` their options).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -8,15 +10,16 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 # STAGE and SET reach the shell only as environment variables ("$$STAGE"), never as recipe text: a
-# value such as `x;touch FILE` stays one argument, which the tools check. So does the repository's
-# own path ("$$PWD", never $(CURDIR) in a recipe): a clone in a folder named `p $(touch FILE) q` runs nothing.
+# value such as `x;touch FILE` stays one argument, which the verbs check (STAGE after `--`, so that even
+# one starting with a dash is a stage's name). So does the repository's own path ("$$PWD", never
+# $(CURDIR) in a recipe): a clone in a folder named `p $(touch FILE) q` runs nothing.
 export STAGE SET
 
 # Before anything reads params.yaml or analysis/stage_two.yaml (every DVC command does: dvc.yaml's
 # foreach and vars): no file the pipeline or a tool reads or writes leads out of the repository through
 # a symlink, both files pass the config check (DVC's own YAML reader expands an alias bomb without end),
-# and the committed results parse, their times in range (tools/check.py).
-CHECK := $(BIN)/python -m tools.check
+# and the committed results parse, their times in range (src/replication/cli/check.py).
+CHECK := $(BIN)/python -m replication check
 
 .PHONY: setup repro exp status repro-all repro-stage relock compare readme smoke bench test test-fast browser clean-venv
 
@@ -29,54 +32,56 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 # On a clone without DVC's cache (datasets, checkpoints) it reruns only what an edit changed, and
-# retrains what the clone lacks only with RETRAIN=1 (tools/repro.py says which stages and how long).
+# retrains what the clone lacks only with RETRAIN=1 (src/replication/cli/repro.py says which stages and
+# how long).
 repro: setup
 	$(CHECK)
-	$(BIN)/python -m tools.repro $(if $(RETRAIN),--retrain)
-	$(BIN)/python -m tools.readme
+	$(BIN)/python -m replication repro $(if $(RETRAIN),--retrain)
+	$(BIN)/python -m replication readme
 	@echo "Report: $$PWD/reports/report.html"
 
 # An experiment behind the same guard: `make exp SET=evaluate.probe_steps=1000` (several: SET="a=1 b=2")
 # plans `dvc exp run -S` with params.yaml put back afterwards, and runs it only when it retrains
-# nothing this clone lacks, or with RETRAIN=1 (tools/repro.py).
+# nothing this clone lacks, or with RETRAIN=1 (src/replication/cli/repro.py).
 exp: setup
 	$(CHECK)
-	$(BIN)/python -m tools.repro --set="$$SET" $(if $(RETRAIN),--retrain)
+	$(BIN)/python -m replication exp --set="$$SET" $(if $(RETRAIN),--retrain)
 
 # What is truly stale, in a few lines (`dvc status` lists every file a clone lacks); runs nothing.
 status: setup
 	$(CHECK)
-	$(BIN)/python -m tools.repro --status
+	$(BIN)/python -m replication status
 
 # Every stage, whether stale or not (dvc repro -f): the documents' examples too. Records the time
 # in reports/repro_timing.json with this CPU's model; `make compare` then lists what moved.
 repro-all: setup
 	$(CHECK)
-	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f
-	$(BIN)/python -m tools.readme
+	$(BIN)/python -m replication repro-all
+	$(BIN)/python -m replication readme
 	@echo "Report: $$PWD/reports/report.html; compare with the committed results: make compare"
 
 # One stage from scratch (dvc repro -f -s), timed into reports/stage_times.json with this CPU's
 # model: a long run done stage by stage, e.g. `make repro-stage STAGE=pretrain@head` (`dvc stage list`
-# names them; tools/timing.py refuses any other STAGE, an empty one included).
+# names them; src/replication/cli/timing.py refuses any other STAGE, an empty one included).
 repro-stage: setup
 	$(CHECK)
-	$(BIN)/python -m tools.timing $(BIN)/dvc repro -f -s "$$STAGE"
+	$(BIN)/python -m replication repro-stage -- "$$STAGE"
 
 # A code edit that changes no result (a check, a docstring, a module moved): record the new code
-# hashes in dvc.lock without rerunning (tools/relock.py; stages with any other change stay stale).
+# hashes in dvc.lock without rerunning (src/replication/cli/relock.py; stages with any other change stay
+# stale).
 relock: setup
 	$(CHECK)
-	$(BIN)/python -m tools.relock --write
+	$(BIN)/python -m replication relock --write
 
 # Verdict changes and effect shifts of reports/claims.json against the committed one.
 compare: setup
-	$(BIN)/python -m tools.compare
+	$(BIN)/python -m replication compare
 
 # Refresh README's measured figures and pipeline diagram from the pipeline's files.
 readme: setup
 	$(CHECK)
-	$(BIN)/python -m tools.readme
+	$(BIN)/python -m replication readme
 
 # The whole chain with tiny budgets, in a temporary copy (never touches this tree's results).
 smoke: setup
@@ -95,7 +100,7 @@ bench: setup
 	$(BIN)/python benchmarks/pipeline.py
 	$(BIN)/python benchmarks/evaluation.py
 	$(BIN)/python benchmarks/evaluation_cost.py
-	$(BIN)/python -m tools.readme
+	$(BIN)/python -m replication readme
 
 # Debian's chromium, for the test that opens the report in a real browser (needs root and apt).
 browser:

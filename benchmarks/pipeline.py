@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))        # tools/ (repository tooling) sits beside benchmarks/
+sys.path.insert(0, str(ROOT / "src"))      # this checkout's package (replication.cli.timing)
 
 from common import header, record    # noqa: E402
-from tools.timing import copy_project  # noqa: E402
+from replication.cli.timing import copy_project  # noqa: E402
 BIN = Path(sys.executable).parent
 
 
@@ -47,8 +47,8 @@ def main():
     stages = len(run([BIN / "dvc", "stage", "list", "--name-only"], ROOT)[1].split())
     with tempfile.TemporaryDirectory() as tmp:
         copy = copy_project(ROOT, tmp, profile="smoke")
-        # forced: tools.timing records only a forced run (a fresh copy reruns everything anyway)
-        smoke_wall, _ = run([sys.executable, "-m", "tools.timing", BIN / "dvc", "repro", "-f"], copy)
+        # forced: repro-all (replication.cli.timing) records only a forced run (a fresh copy reruns everything anyway)
+        smoke_wall, _ = run([sys.executable, "-m", "replication", "repro-all", "--dvc", BIN / "dvc"], copy)
         smoke = json.loads((copy / "reports" / "repro_timing.json").read_text())
     rows = [{"run": "no-op `dvc repro`", "stages": stages, "seconds": noop, "seconds_in_dvc": noop},
             {"run": "smoke profile, every stage", "stages": len(smoke["stages_run"]), "seconds": smoke["seconds"],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.timing import copy_project
+from replication.cli.timing import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -532,7 +532,7 @@ def test_a_named_condition_without_records_stops_the_analysis(tmp_path):
 
 
 def test_every_condition_a_committed_correlation_names_holds_records():
-    from tools.repro import registered_run_in_progress
+    from replication.cli.repro import registered_run_in_progress
     root = REGISTRY.parents[1]
     if registered_run_in_progress(root):
         pytest.skip("a registered run is under way: its new conditions hold records once their stages have run")

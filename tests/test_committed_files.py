@@ -1,5 +1,5 @@
 """Every number read from a committed file has a physical range, and every file DVC or a tool reads is
-checked first (issue 75, items 1, 4 and 5). make's check (tools/check.py) refuses, in one line naming
+checked first (issue 75, items 1, 4 and 5). make's check (src/replication/cli/check.py) refuses, in one line naming
 the file and the key, with a non-zero exit and every file as it was: reports/stage_times.json
 truncated, with a byte-order mark, a string, NaN or a negative time; a training record's negative
 wall_s or steps_done; a truncated results/determinism.json, a NaN in an example's record;
@@ -108,9 +108,9 @@ def files(tree):
 
 
 def check(tree):
-    """`python -m tools.check` (make's CHECK) in `tree`: (exit status, stdout, stderr)."""
-    result = subprocess.run([sys.executable, "-m", "tools.check"], cwd=tree, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    """`python -m replication check` (make's CHECK) in `tree`: (exit status, stdout, stderr)."""
+    result = subprocess.run([sys.executable, "-m", "replication", "check"], cwd=tree, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}, timeout=60)
     return result.returncode, result.stdout, result.stderr
 
 
@@ -174,9 +174,9 @@ def test_the_tools_read_the_times_through_the_check(tree, monkeypatch):
     monkeypatch.chdir(tree)
     with pytest.raises(FileError, match="analyze.seconds"):
         read_stage_times()
-    import tools.readme
-    import tools.repro
-    assert tools.repro.read_stage_times is read_stage_times and tools.readme.read_stage_times is read_stage_times
+    import replication.cli.readme
+    import replication.cli.repro
+    assert replication.cli.repro.read_stage_times is read_stage_times and replication.cli.readme.read_stage_times is read_stage_times
 
 
 # ---------------------------------------------------------------- analysis/stage_two.yaml (item 1)
@@ -231,9 +231,9 @@ def test_the_committed_lock_passes_and_the_tools_read_it_through_the_check(tree)
     status, _, err = check(tree)
     assert status == 0 and err == "", err
     from replication.committed import read_lock
-    import tools.relock
-    import tools.repro
-    assert tools.repro.read_lock is read_lock and tools.relock.read_lock is read_lock
+    import replication.cli.relock
+    import replication.cli.repro
+    assert replication.cli.repro.read_lock is read_lock and replication.cli.relock.read_lock is read_lock
     assert "resolve" in read_lock(ROOT / "dvc.lock")["stages"]
 
 
@@ -252,14 +252,14 @@ def test_a_file_linked_out_of_the_repository_stops_make_in_one_line(tree, tmp_pa
 
 @pytest.mark.parametrize("linked", ["README.md", "docs/verdicts.md"])
 def test_readme_never_writes_through_a_link(tree, tmp_path_factory, linked):
-    """`python -m tools.readme` on its own (not through make) refuses too, before rendering anything:
+    """`python -m replication readme` on its own (not through make) refuses too, before rendering anything:
     README.md and every page of docs/ it writes."""
     outside = tmp_path_factory.mktemp("outside") / Path(linked).name
     outside.write_text("keep me\n")
     (tree / linked).parent.mkdir(parents=True, exist_ok=True)
     (tree / linked).symlink_to(outside)
-    result = subprocess.run([sys.executable, "-m", "tools.readme"], cwd=tree, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "replication", "readme"], cwd=tree, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}, timeout=120)
     assert result.returncode != 0 and f"{linked}: a symlink out of the repository" in result.stderr, result.stderr
     assert outside.read_text() == "keep me\n" and (tree / linked).is_symlink()
 

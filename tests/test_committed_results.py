@@ -10,7 +10,7 @@ import yaml
 from scipy import stats
 
 from replication.judge import sequential
-from tools.repro import registered_run_in_progress
+from replication.cli.repro import registered_run_in_progress
 
 CLAIMS = Path(__file__).resolve().parents[1] / "reports" / "claims.json"
 REGISTRY = Path(__file__).resolve().parents[1] / "analysis" / "claims.yaml"
@@ -129,7 +129,7 @@ def test_readme_figures_come_from_the_committed_files():
     import sys
     root = CLAIMS.parents[1]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    result = subprocess.run([sys.executable, "-m", "tools.readme", "--check"], cwd=root, env=env,
+    result = subprocess.run([sys.executable, "-m", "replication", "readme", "--check"], cwd=root, env=env,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 

@@ -1,4 +1,4 @@
-"""`make compare` / tools.compare: verdict changes and effect shifts between two judged runs, and with
+"""`make compare` / `python -m replication compare`: verdict changes and effect shifts between two judged runs, and with
 --causes each moved verdict given the change that explains it."""
 import copy
 import json
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.compare import arm_costs, causes, compare, markdown, seeds_read
+from replication.cli.compare import arm_costs, causes, compare, markdown, seeds_read
 from helpers import judged_claims
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def test_identical_files_report_nothing_moved():
 def test_the_command_reads_files_and_git_revisions(tmp_path):
     other = tmp_path / "claims.json"
     other.write_text(json.dumps(CLAIMS))
-    result = subprocess.run([sys.executable, "-m", "tools.compare", "HEAD:reports/claims.json", str(other)],
+    result = subprocess.run([sys.executable, "-m", "replication", "compare", "HEAD:reports/claims.json", str(other)],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("verdicts: "), result.stderr
 
@@ -119,7 +119,7 @@ def test_the_table_counts_causes_and_newly_tested_claims():
 
 
 def test_new_arms_cost_steps_to_their_last_rung_times_batch_over_every_seed(tmp_path):
-    from tools.compare import arm_costs
+    from replication.cli.compare import arm_costs
     (tmp_path / "resolved/pretrain").mkdir(parents=True)
     (tmp_path / "resolved/pretrain/batch.json").write_text(json.dumps({"seeds": [0, 1, 2], "conditions": {
         "kept": {"steps": 300, "ladder": [], "batch": 128},
@@ -132,7 +132,7 @@ def test_new_arms_cost_steps_to_their_last_rung_times_batch_over_every_seed(tmp_
 
 
 def test_the_command_gives_causes_against_a_revision():
-    result = subprocess.run([sys.executable, "-m", "tools.compare", "HEAD", "HEAD", "--causes"],
+    result = subprocess.run([sys.executable, "-m", "replication", "compare", "HEAD", "HEAD", "--causes"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "verdicts: 0 of" in result.stdout and "0 of " in result.stdout and "verdicts moved." in result.stdout

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_ROOTS = [ROOT / "src", ROOT]      # contrastive/ and replication/ under src/; tools/ at the root
+PACKAGE_ROOTS = [ROOT / "src", ROOT]      # contrastive/ and replication/ under src/; tools/ (the pilots) at the root
 EXECUTED_BY = {"experiments/render_report.py": ["analysis/report.py"]}   # a notebook the script runs
 
 

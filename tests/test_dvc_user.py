@@ -15,7 +15,7 @@ import yaml
 from replication.io import is_stage_two
 from replication.judge.dvc_files import claim_metrics, write_dvc_files
 from replication.judge.results import Results
-from tools.repro import RUN_COST, in_run_order, plan, registered_run_in_progress, report_progress
+from replication.cli.repro import RUN_COST, in_run_order, plan, registered_run_in_progress, report_progress
 from helpers import judged_claims
 from smoke_run import smoke_copy
 

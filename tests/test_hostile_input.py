@@ -220,8 +220,8 @@ def test_outputs_written_together_are_all_new_or_all_old(tmp_path):
 # ---------------------------------------------------------------- one line from every tool
 
 def tool(args, cwd):
-    """`python -m tools.<...>` in `cwd` with this checkout's tools."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    """`python -m replication <verb> ...` in `cwd` with this checkout's package."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -229,7 +229,7 @@ def tool(args, cwd):
                          ids=["truncated", "not JSON", "binary"])
 def test_compare_on_a_broken_claims_file_says_one_line(tmp_path, text):
     (tmp_path / "broken.json").write_text(text, errors="surrogateescape")
-    result = tool(["tools.compare", "broken.json", str(ROOT / "reports" / "claims.json")], tmp_path)
+    result = tool(["replication", "compare", "broken.json", str(ROOT / "reports" / "claims.json")], tmp_path)
     assert result.returncode != 0 and result.stderr.count("\n") == 1, result.stderr[-2000:]
     assert result.stderr.startswith("error: broken.json: not readable JSON"), result.stderr
 
@@ -243,7 +243,7 @@ def test_compare_causes_with_a_tab_in_params_says_one_line(tmp_path):
     for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
         subprocess.run(["git", *args], cwd=tmp_path, env=git, check=True)
     (tmp_path / "params.yaml").write_text(GOOD.replace("\n  probe_steps:", "\n\tprobe_steps:", 1))
-    result = tool(["tools.compare", "HEAD", "--causes"], tmp_path)
+    result = tool(["replication", "compare", "HEAD", "--causes"], tmp_path)
     assert result.returncode != 0 and result.stderr.count("\n") == 1, result.stderr[-2000:]
     assert result.stderr.startswith("error: params.yaml: not valid YAML (found character '\\t'"), result.stderr
 
@@ -256,7 +256,7 @@ def test_compare_causes_with_a_tab_in_params_says_one_line(tmp_path):
     (["--why", "x"], "--why goes with"),
 ], ids=["empty rules", "blank code", "empty why", "both flags", "why alone"])
 def test_register_refuses_empty_texts_and_conflicting_flags_in_one_line(capsys, argv, said):
-    from tools.register import main
+    from replication.cli.register import main
     with pytest.raises(SystemExit) as stop:
         main(argv)
     err = capsys.readouterr().err
@@ -264,9 +264,9 @@ def test_register_refuses_empty_texts_and_conflicting_flags_in_one_line(capsys, 
 
 
 def test_relock_never_records_a_registered_or_data_file():
-    """A registered margin edited, then `tools.relock --write`: the analysis stays stale, and says why;
+    """A registered margin edited, then `python -m replication relock --write`: the analysis stays stale, and says why;
     an edited module (a file or a folder of them) is still relocked."""
-    from tools.relock import relockable
+    from replication.cli.relock import relockable
     status = {"analyze": [{"changed deps": {"analysis/claims.yaml": "modified",
                                             "src/replication/judge": "modified"}}],
               "report": [{"changed deps": {"analysis/registration_2.json": "modified"}}],
@@ -282,8 +282,8 @@ def test_relock_never_records_a_registered_or_data_file():
 
 def test_relock_never_records_judging_code_that_differs_from_the_registration():
     """Judging code edited under a registration stays stale for relock, as a file or inside a folder
-    dependency, until `tools.register --code-moved` has amended it; other edited code is relocked."""
-    from tools.relock import relockable
+    dependency, until `python -m replication register --code-moved` has amended it; other edited code is relocked."""
+    from replication.cli.relock import relockable
     status = {"analyze": [{"changed deps": {"src/replication/judge": "modified"}}],
               "report": [{"changed deps": {"experiments/analyze.py": "modified"}}],
               "evaluate@head": [{"changed deps": {"src/replication/run/evaluate.py": "modified"}}]}
@@ -294,13 +294,13 @@ def test_relock_never_records_judging_code_that_differs_from_the_registration():
     assert ok == ["evaluate@head"]
     assert left["analyze"].startswith("src/replication/judge/verdicts.py differs from the registration")
     assert left["report"].startswith("experiments/analyze.py differs from the registration")
-    assert "tools.register --code-moved" in left["analyze"]
+    assert "python -m replication register --code-moved" in left["analyze"]
     assert relockable(status, lock)[0] == ["analyze", "evaluate@head", "report"]     # once amended
 
 
 @pytest.mark.parametrize("date,said", [("2999-01-01", "in the future"), ("yesterday", "not a date")])
 def test_readme_leaves_out_a_timing_with_a_future_or_false_date(tmp_path, monkeypatch, capsys, date, said):
-    from tools import readme
+    from replication.cli import readme
     monkeypatch.chdir(tmp_path)
     write_json(tmp_path / "reports" / "repro_timing.json",
                {"command": "dvc repro -f", "seconds": 60.0, "seconds_in_dvc": 1.0, "stages_run": ["resolve"],
@@ -327,7 +327,7 @@ def test_the_report_notebook_writes_no_ipython_profile_into_the_system_temp_fold
 
 
 def test_a_tool_that_needs_dvc_finds_the_one_beside_python_or_says_one_line(tmp_path, monkeypatch):
-    from tools import repro
+    from replication.cli import repro
     python = tmp_path / "bin" / "python"
     python.parent.mkdir()
     monkeypatch.setattr(sys, "executable", str(python))

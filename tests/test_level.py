@@ -8,7 +8,7 @@ import pytest
 from replication.judge import judge as judging, sequential, verdicts
 from replication.judge.results import Results
 from replication.report import claims_view as rc, markdown, page
-from tools import readme
+from replication.cli import readme
 
 from test_claims import RULES, claim as registry_claim, results  # noqa: F401  (results: a fixture)
 from test_judging import BASE, arm, records, up

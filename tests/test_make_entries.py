@@ -61,7 +61,7 @@ def own_make_env(**extra):
 
 
 def make(tree, *args, **kwargs):
-    env = own_make_env(PYTHONPATH=str(ROOT))                 # this checkout's tools
+    env = own_make_env(PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{ROOT}")     # this checkout's package
     return subprocess.Popen(["make", "-s", "-o", ".venv/.installed", *args], cwd=tree, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
@@ -72,11 +72,11 @@ def files(tree):
 
 @pytest.mark.parametrize("entry", DVC_ENTRIES)
 def test_every_entry_that_runs_dvc_checks_first(entry):
-    """`make -n`: the entry's first command is the check (tools/check.py: paths inside the repository,
+    """`make -n`: the entry's first command is the check (src/replication/cli/check.py: paths inside the repository,
     params.yaml, analysis/stage_two.yaml, the committed results)."""
     shown = subprocess.run(["make", "-n", "-o", ".venv/.installed", entry, "STAGE=x", "SET=a=1"], cwd=ROOT,
                            env=own_make_env(), capture_output=True, text=True, check=True).stdout.splitlines()
-    assert re.search(r"^\S+python -m tools\.check$", shown[0]), shown
+    assert re.search(r"^\S+python -m replication check$", shown[0]), shown
 
 
 @pytest.mark.parametrize("variable,value,said", [

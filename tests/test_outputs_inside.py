@@ -74,13 +74,13 @@ def test_links_that_stay_inside_and_paths_outside_to_begin_with_are_allowed(repo
 
 
 def run(args, cwd):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("linked", ["params.yaml", "resolved"])
 @pytest.mark.parametrize("command", [["-m", "replication.io"], [str(ROOT / "experiments" / "resolve.py")],
-                                     ["-m", "tools.repro", "--set=evaluate.probe_steps=1000"]],
+                                     ["-m", "replication", "exp", "--set=evaluate.probe_steps=1000"]],
                          ids=["make's check", "resolve stage", "make exp"])
 def test_an_entry_point_refuses_a_linked_params_or_resolved_in_one_line(repo, linked, command):
     root, outside = repo

@@ -120,7 +120,7 @@ def test_the_from_scratch_command_reruns_every_stage(smoke):
 def test_a_benchmark_row_read_from_an_older_record_names_that_records_machine(tmp_path, monkeypatch):
     """The pipeline benchmark quotes the last one-go run, maybe made elsewhere: its README row shows
     the machine and date of that run, not those of the benchmark that quoted it."""
-    from tools.readme import benchmarks_block
+    from replication.cli.readme import benchmarks_block
     folder = tmp_path / "reports" / "benchmarks"
     folder.mkdir(parents=True)
     (folder / "pipeline.json").write_text(json.dumps({

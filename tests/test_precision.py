@@ -12,12 +12,13 @@ import contrastive.train
 from contrastive.data import build_dataset
 from contrastive.train import PrecisionError, check_precision, cpu_capabilities
 from helpers import PARAMS, data_params
+from replication.cli import timing
 from replication.io import write_json
 from replication.run.config import EvaluateConfig, Execution, RunData, StudyConfig, read_params
 from replication.run.datasets import save_dataset
 from replication.run.evaluate import evaluate_run
 from smoke_run import ROOT, smoke_copy
-from tools import pilot_protocol, timing
+from tools import pilot_protocol
 
 FP32_ON_CPU = Execution(threads=1, device="cpu", precision="fp32")
 AVX2_ONLY = {"avx2": True, "avx512f": False, "avx512_bf16": False, "amx_bf16": False, "native_bf16": False}

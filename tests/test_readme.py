@@ -1,13 +1,13 @@
 """README.md is the front door and docs/ holds the rest (issue 71, items 5 and 6): README fits 150
 lines, every page it links exists, and its generated blocks (the studies' answers, the cost of a full
-regeneration) are what tools/readme.py writes from the committed files, so they cannot be edited by
+regeneration) are what src/replication/cli/readme.py writes from the committed files, so they cannot be edited by
 hand. Every generated block lives on one page, and the prose keeps its sentences short."""
 import re
 from pathlib import Path
 
 import pytest
 
-from tools import readme
+from replication.cli import readme
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -37,7 +37,7 @@ def test_every_page_readme_links_exists_and_every_docs_page_is_linked():
 @pytest.mark.parametrize("name", ["answers", "cost"])
 def test_readmes_generated_blocks_are_what_the_committed_files_give(name, monkeypatch):
     """The studies' answers (reports/claims.json, the counts of reports/summary.json) and the cost of
-    a full regeneration (reports/stage_times.json, reports/repro_timing.json) as tools/readme.py
+    a full regeneration (reports/stage_times.json, reports/repro_timing.json) as src/replication/cli/readme.py
     writes them: a hand edit fails here."""
     monkeypatch.chdir(ROOT)
     assert block(README.read_text(), name) == readme.BLOCKS[name]()

@@ -60,7 +60,7 @@ def test_the_committed_run_passes_every_check(tmp_path):
     """Every committed record passes; while a registered run is under way, the records of the studies
     it has retrained so far (the others are the previous run's, made under other settings)."""
     from test_committed_results import stale_studies
-    from tools.repro import registered_run_in_progress
+    from replication.cli.repro import registered_run_in_progress
     conditions = read_resolved("conditions", root=ROOT)
     if not registered_run_in_progress(ROOT):
         check_inputs(conditions, ROOT)

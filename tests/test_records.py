@@ -73,7 +73,7 @@ def judged_tree(tmp_path):
     """The repository as it judged the committed reports/claims.json: the root itself, or, while a
     registered run is under way (its results mixed with the previous run's), the commit that last
     wrote reports/claims.json, unpacked into tmp_path (code, registry and records of that run)."""
-    from tools.repro import registered_run_in_progress
+    from replication.cli.repro import registered_run_in_progress
     if not registered_run_in_progress(ROOT):
         return ROOT
     commit = subprocess.run(["git", "log", "-1", "--format=%H", "--", "reports/claims.json"], cwd=ROOT,

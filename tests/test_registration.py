@@ -106,7 +106,7 @@ def test_a_changed_confidence_level_needs_a_new_registration_and_no_amendment_le
     stops the analysis, and still does after a rule amendment (`--rules-changed`); registered again,
     it judges (docs/changing.md: Changing the study)."""
     from replication.judge import registration
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     registry = registered_world(tmp_path)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     registry.write_text(registry.read_text().replace("alpha: 0.025", "alpha: 0.05"))
@@ -145,7 +145,7 @@ def test_registering_makes_the_analysis_and_report_depend_on_the_record(tmp_path
     assert sorted(with_record) == ["analyze", "report"]
 
 def amendment(root, record, **change):
-    """A code amendment as tools.register writes it: the judged code now, and the claims.json and
+    """A code amendment as `python -m replication register` writes it: the judged code now, and the claims.json and
     results the analysis last wrote and read (a move of code changes neither); `change` forges it."""
     from replication.judge import registration
     digest = hashlib.sha256((root / "reports" / "claims.json").read_bytes()).hexdigest()
@@ -217,7 +217,7 @@ def test_a_judging_module_added_after_registration_stops_the_analysis(tmp_path, 
 
 
 def test_a_code_amendment_is_written_only_when_the_verdicts_are_identical(tmp_path, monkeypatch, capsys):
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     registered_world(tmp_path)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0              # the committed results
     verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
@@ -237,7 +237,7 @@ def test_a_code_amendment_is_written_only_when_the_verdicts_are_identical(tmp_pa
 def test_a_code_amendment_on_a_full_disk_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
     import errno
     import os
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     registered_world(tmp_path)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     verdicts = tmp_path / "src" / "replication" / "judge" / "verdicts.py"
@@ -255,7 +255,7 @@ def test_a_code_amendment_on_a_full_disk_is_one_line_and_writes_nothing(tmp_path
 
 def test_a_code_amendment_for_nothing_is_refused(tmp_path, monkeypatch, capsys):
     """--code-moved with every judged file as registered (or as last amended): one line, nothing written."""
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     registered_world(tmp_path)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     assert register_main(["--code-moved", "moved", "--why", "test"]) == 2
@@ -345,7 +345,7 @@ def test_a_claim_added_after_registration_stops_the_analysis(tmp_path, monkeypat
 
 def test_a_rule_change_after_registration_shows_each_moved_verdict_post_hoc_beside_the_frozen_one(
         tmp_path, monkeypatch, capsys):
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     registered_world(tmp_path)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     claims = tmp_path / "reports" / "claims.json"
@@ -365,7 +365,7 @@ def test_an_amended_claim_after_a_rule_change_shows_the_registered_codes_verdict
         tmp_path, monkeypatch, capsys):
     """Amended and rule-moved: the frozen verdict is the one the registered code gave (the rule
     change's record), not today's code on the frozen claim."""
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     registry = registered_world(tmp_path)
     assert run_analyze(tmp_path, monkeypatch, capsys)[0] == 0
     claims = tmp_path / "reports" / "claims.json"
@@ -389,7 +389,7 @@ def test_a_claim_amended_before_a_rule_change_keeps_its_registered_texts_verdict
     """Amended first (frozen text: reproduced, today's text: no meaningful effect), then a rule change
     that moves nothing: the frozen verdict shown is still the registered text's, not today's text's
     verdict under the replaced code."""
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     registry = registered_world(tmp_path)
     date = json.loads((tmp_path / "analysis" / "registration.json").read_text())["date"]
     amendment = (f"  amended: [{{date: '{date}', what: margin 0.02 -> 0.5, why: test, "
@@ -406,7 +406,7 @@ def test_a_claim_amended_before_a_rule_change_keeps_its_registered_texts_verdict
 
 
 def test_the_analyze_entry_point_checks_the_code_and_judging_does_not(tmp_path, monkeypatch):
-    """judge_registry judges whatever code it runs (tools.register relies on it); analyze checks first."""
+    """judge_registry judges whatever code it runs (`python -m replication register` relies on it); analyze checks first."""
     from replication.judge import registration
     from replication.judge.judge import judge_registry
     registered_world(tmp_path)
@@ -472,7 +472,7 @@ def committed_first_run(root, monkeypatch, capsys):
 def test_registering_again_writes_a_second_record_naming_the_first_run_and_leaves_the_first_as_it_was(
         tmp_path, monkeypatch, capsys):
     from replication.judge import registration
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     first = committed_first_run(tmp_path, monkeypatch, capsys)
     before = first.read_bytes()
     assert register_main([]) == 0, capsys.readouterr().err
@@ -495,7 +495,7 @@ def test_registering_again_writes_a_second_record_naming_the_first_run_and_leave
 
 
 def test_a_second_record_is_refused_on_the_same_day_or_over_uncommitted_verdicts(tmp_path, monkeypatch, capsys):
-    from tools.register import main as register_main
+    from replication.cli.register import main as register_main
     committed_first_run(tmp_path, monkeypatch, capsys)
     claims = tmp_path / "reports" / "claims.json"
     committed = claims.read_text()

@@ -11,7 +11,7 @@ import pytest
 
 from replication.report import notebook as render, page
 from replication.io import write_json
-from tools import timing
+from replication.cli import timing
 
 from test_report_deviations import entry, resolved, write_deviations
 from helpers import a_judged_claim
@@ -156,7 +156,7 @@ def test_an_unreadable_record_stops_the_report_stage_with_one_line(tmp_path):
 
 
 def test_readme_gives_times_measured_on_two_cpus_cpu_by_cpu_never_pooled(tmp_path, monkeypatch):
-    from tools import readme
+    from replication.cli import readme
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(readme, "_stage_names", lambda: ["pretrain@a", "pretrain@b", "evaluate@a"])
     stage = {"seconds_in_dvc": 6.0, "precision": "fp32", "run": 3, "date": "2026-12-05"}

@@ -45,7 +45,7 @@ def tree(tmp_path):
 
 def make(tree, *args):
     return subprocess.Popen(["make", "-s", "-o", ".venv/.installed", *args, "CHECK=true"], cwd=tree, text=True,
-                            env=own_make_env(PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=own_make_env(PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{ROOT}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 

@@ -1,4 +1,4 @@
-"""Stage 2 of a registered run (run/stage_two.py, tools/sequential.py --write): the rule's choice
+"""Stage 2 of a registered run (run/stage_two.py, src/replication/cli/sequential.py --write): the rule's choice
 becomes stage-2 studies that train only the chosen conditions at the further seeds, split where a
 stage would pass the stage limit, and DVC stages of their own; before the look nothing changes."""
 import hashlib
@@ -12,8 +12,8 @@ import pytest
 
 from replication.run import stage_two
 from replication.run.config import ParamsError, read_params, resolve
-from tools import look
-from tools import sequential as tool
+from replication.cli import look
+from replication.cli import sequential as tool
 
 from helpers import ROOT
 

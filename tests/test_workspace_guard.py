@@ -101,7 +101,7 @@ def make_status(tree):
 def test_make_status_says_in_a_few_lines_what_is_truly_stale(clone, tmp_path):
     status, lines, err = make_status(clone)
     assert status == 0 and len(lines) <= 3, lines + [err]
-    from tools.repro import registered_run_in_progress
+    from replication.cli.repro import registered_run_in_progress
     expected = "Registered run " if registered_run_in_progress(clone) else "Current:"   # mid-run: its progress
     assert lines[0].startswith(expected) and not any("not in cache" in line for line in lines), lines
     tree = copy_of(clone, tmp_path / "edited")

@@ -8,6 +8,9 @@ house per job, each importing only from the houses above it:
               stats (numbers only), kinds, judge, robustness, dvc_files, and verdicts (the one home of
               every verdict rule and word)
     report/   rendering it: notebook, claims_view, page, figures, markdown, deviations, headroom
+    cli/      the command line, `python -m replication VERB` (check, repro, status, exp, repro-all,
+              repro-stage, register, relock, sequential, compare, readme, run-cost): imports from
+              every house, and none imports it
     examples/ the source documents' printed examples, recomputed
 
 io (atomic writes, the YAML loader) and schema (the strict base of both schemas) serve all three.

@@ -1,7 +1,7 @@
 """The committed files the tools read, checked before a figure is taken from them: every JSON file under
 results/ and reports/ parses (read_json: not truncated, no byte-order mark, no NaN or Infinity), and
-every number a tool quotes lies in its physical range: reports/stage_times.json (tools.timing writes
-it; tools.repro and tools.readme read its times) and the training records' wall_s and steps_done
+every number a tool quotes lies in its physical range: reports/stage_times.json (cli.timing writes
+it; cli.repro and cli.readme read its times) and the training records' wall_s and steps_done
 (run/train.py writes them; README quotes the times). A malformed file is one line naming the file
 and the key (FileError), and restoring the committed file is the fix; nothing is written.
 """
@@ -64,7 +64,7 @@ Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
 
 
 class StageTime(Figures):
-    """One stage's entry in reports/stage_times.json (tools.timing.record_stages)."""
+    """One stage's entry in reports/stage_times.json (cli.timing.record_stages)."""
     seconds: Seconds
     seconds_in_dvc: Seconds
     cpu: str
@@ -106,7 +106,7 @@ def read_training(path):
 
 
 def read_lock(path=LOCK):
-    """dvc.lock (DVC writes it; tools.repro and tools.relock read its stages), with the YAML checks of
+    """dvc.lock (DVC writes it; cli.repro and cli.relock read its stages), with the YAML checks of
     params.yaml (run/config.read_yaml: size, aliases, keys given twice) and its shape (a mapping of
     stages, each a mapping); {} where there is none yet. FileError (one line) otherwise."""
     path = Path(path)

@@ -1,7 +1,7 @@
 """Stage 2 of a registered run: the further seeds its sequential rule gives (analysis/claims.yaml:
 rules.sequential; judge/sequential.py decides with them).
 
-After stage 1's analysis is committed, `python -m tools.sequential --write` writes the rule's choice
+After stage 1's analysis is committed, `python -m replication sequential --write` writes the rule's choice
 to analysis/stage_two.yaml: the further seeds, and the stage-2 studies that run them, each some
 chosen conditions of one stage-1 study at some of those seeds (a study's seeds split into parts
 where one stage would pass the stage limit), named <study>_stage2 (or _stage2_a, _stage2_b, ...).
@@ -12,8 +12,8 @@ so that stage 1's are never rewritten, and resolved/conditions.json gives each c
 `runs`: the seeds in each folder.
 
 The choice names the interim analysis it was made from (stage_two.chosen_from: the commit that
-wrote stage 1's reports/claims.json, and that file's sha256); tools/sequential.py refuses a second
-look and, before every DVC command (tools/check.py), a choice the rule does not give on it.
+wrote stage 1's reports/claims.json, and that file's sha256); cli/sequential.py refuses a second
+look and, before every DVC command (cli/check.py), a choice the rule does not give on it.
 
 Before the look the file chooses nothing, and resolve's output is stage 1's alone.
 """
@@ -81,7 +81,8 @@ def _check(files, selection, path):
     stage_one = files["conditions.json"]["seeds"]
     if set(selection.seeds) & set(stage_one) or len(set(selection.seeds)) < len(selection.seeds):
         raise ParamsError(f"{path}: stage_two.seeds must be new, unique seeds (stage 1 ran "
-                          f"{', '.join(map(str, stage_one))}); write the file with `python -m tools.sequential --write`")
+                          f"{', '.join(map(str, stage_one))}); write the file with "
+                          "`python -m replication sequential --write`")
     given = {}
     for name, part in selection.studies.items():
         where = f"{path}: stage_two.studies.{name}"

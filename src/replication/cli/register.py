@@ -1,6 +1,6 @@
 """Freeze the rules before a full run, or record judging code that moved without moving a verdict.
 
-    python -m tools.register
+    python -m replication register
         write analysis/registration.json (the date, the sha256 of params.yaml, the registry and the
         judging code, and every claim as registered) and make the analyze and report stages depend
         on it; commit both before the first stage of the run. When a record exists, write the next,
@@ -8,14 +8,14 @@
         commit, which holds that run's judged results, and the sha256 of the committed
         reports/claims.json); refused when the last record is dated today or reports/claims.json
         has uncommitted changes. Earlier records are never modified.
-    python -m tools.register --rules-changed "what changed" --why "why"
+    python -m replication register --rules-changed "what changed" --why "why"
         after the latest registration, a change of judging code that moves verdicts: append an
         amendment that freezes each claim's verdict under the code it replaces (read from the committed
         reports/claims.json, which must be the one that code judged) and the results it was judged
         on (those of earlier rule changes that recorded none are read from git), so that the analysis
         shows every verdict a rule moved post hoc beside the frozen one, and credits a move between
         two changes judged on different results to the data.
-    python -m tools.register --code-moved "what moved" --why "why"
+    python -m replication register --code-moved "what moved" --why "why"
         judge the committed results with the code as it is now; only when that gives a reports/
         claims.json byte-identical to the committed one, append a code amendment (the new hashes)
         to analysis/registration_amendments.json. Otherwise the edit changes a verdict: it is a
@@ -24,7 +24,6 @@
 Both amend the latest record (their `registration` is its date), and both need a WHAT and a WHY that
 say something; the two together, or --why alone, are refused in one line.
 """
-import argparse
 import hashlib
 import json
 import sys
@@ -45,7 +44,8 @@ from replication.run.config import read_resolved
 def code_moved(what, why):
     record = load()
     if record is None:
-        raise RegistrationError(f"{record_path()}: no registration to amend; run `python -m tools.register` first")
+        raise RegistrationError(f"{record_path()}: no registration to amend; run "
+                                "`python -m replication register` first")
     if not unregistered_changes():
         raise RegistrationError(f"{JUDGE}: every judged file is as registered on {record['date']} (or its latest code "
                                 "amendment); nothing moved, so there is nothing to amend")
@@ -63,7 +63,8 @@ def code_moved(what, why):
 def rules_changed(what, why):
     record = load()
     if record is None:
-        raise RegistrationError(f"{record_path()}: no registration to amend; run `python -m tools.register` first")
+        raise RegistrationError(f"{record_path()}: no registration to amend; run "
+                                "`python -m replication register` first")
     amendments = load_code_amendments()
     committed = CLAIMS.read_text()
     digest = hashlib.sha256(committed.encode()).hexdigest()
@@ -140,18 +141,17 @@ def previous_run():
             "claims_json_sha256": hashlib.sha256(git("show", f"HEAD:./{CLAIMS}", raw=True)).hexdigest()}
 
 
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"error: {self.prog}: {message}; see --help\n")
+def add_arguments(parser):
+    parser.add_argument("--code-moved", metavar="WHAT", help="judging code that moved without moving a verdict: "
+                        "append a code amendment (the new hashes) when the committed results judge identically")
+    parser.add_argument("--rules-changed", metavar="WHAT", help="a change of judging code that moves verdicts: "
+                        "append an amendment that freezes each claim's verdict under the code it replaces")
+    parser.add_argument("--why", help="why the code moved or the rules changed (with one of the two)")
 
 
-def arguments(argv):
-    """The parsed flags; a usage error, an empty text or flags that exclude each other exit 2 with one line."""
-    parser = OneLineParser(prog="python -m tools.register")
-    parser.add_argument("--code-moved", metavar="WHAT")
-    parser.add_argument("--rules-changed", metavar="WHAT")
-    parser.add_argument("--why")
-    args = parser.parse_args(argv)
+def checked(args):
+    """The parsed flags; an empty text or flags that exclude each other exit 2 with one line."""
+    parser = args.parser
     amending = [flag for flag in ("code_moved", "rules_changed") if getattr(args, flag) is not None]
     if len(amending) == 2:
         parser.error("--code-moved and --rules-changed exclude each other: a change either moves no verdict "
@@ -165,7 +165,13 @@ def arguments(argv):
 
 
 def main(argv):
-    args = arguments(argv)
+    """`python -m replication register ARGV...` (the tests call it)."""
+    from .main import parse
+    return run(parse(["register", *argv]))
+
+
+def run(args):
+    args = checked(args)
     require_inside()
     try:
         if args.rules_changed:
@@ -188,6 +194,3 @@ def main(argv):
           f"{record['date']}; commit it before the run")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -2,14 +2,14 @@
 in analysis/claims.yaml; judge/sequential.py) gives further seeds, the conditions that run them and
 the boundaries stage 2 is decided at. Reads reports/claims.json and analysis/claims.yaml.
 
-    python -m tools.sequential             # print the rule's choice
-    python -m tools.sequential --write     # and write it to analysis/stage_two.yaml, once
+    python -m replication sequential             # print the rule's choice
+    python -m replication sequential --write     # and write it to analysis/stage_two.yaml, once
 
 --write is the look: it needs stage 1 judged under the latest registration (reports/summary.json's
 registered_on) and committed, so that git shows the interim analysis before stage 2's seeds; the
 choice names that analysis (stage_two.chosen_from: its commit and reports/claims.json's sha256).
 The look is made once: once the file, or a version of it committed since the registration, has
-chosen, --write is refused and the plain form says where it was made (tools/look.py); before every
+chosen, --write is refused and the plain form says where it was made (cli/look.py); before every
 DVC command make's check refuses a choice that is not the rule's on the interim analysis it names.
 
 A study's further seeds are split into parts where one stage would pass the stage limit on the
@@ -20,7 +20,6 @@ reports/pilot/run_cost.json). Stage 2 then runs as DVC stages (run/stage_two.py)
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +31,9 @@ from replication.judge.registration import RegistrationError, load as load_regis
 from replication.judge.registry import RegistryError, load_registry
 from replication.run.config import ParamsError
 from replication.run.stage_two import SELECTION, part_names
-from tools.look import CLAIMS, CONDITIONS, choose, look_made
-from tools.register import first_commit_with
-from tools.run_cost import OUT as PILOT, STAGE_LIMIT_MIN, makespan
+from .look import CLAIMS, CONDITIONS, choose, look_made
+from .register import first_commit_with
+from .run_cost import OUT as PILOT, STAGE_LIMIT_MIN, makespan
 
 SUMMARY = "reports/summary.json"
 
@@ -130,14 +129,23 @@ def ready_to_look(registry_date):
     return None
 
 
-def main(argv=sys.argv[1:]):
-    if argv not in ([], ["--write"]):
-        raise SystemExit("usage: python -m tools.sequential [--write]")
+def add_arguments(parser):
+    parser.add_argument("--write", action="store_true", help="write the choice to analysis/stage_two.yaml: the "
+                        "look, made once (without: print the rule's choice)")
+
+
+def main(argv):
+    """`python -m replication sequential ARGV...` (the tests call it)."""
+    from .main import parse
+    return run(parse(["sequential", *argv]))
+
+
+def run(args):
     try:
         made = look_made()
     except (ParamsError, RegistrationError) as e:
         raise SystemExit(f"error: {e}")
-    if made and argv:
+    if made and args.write:
         raise SystemExit(f"error: {made}; the look is made once: stage 2 runs what it names")
     if made:
         print(f"{made}; the look is made once, so the rule chooses nothing new")
@@ -151,7 +159,7 @@ def main(argv=sys.argv[1:]):
         raise SystemExit("error: analysis/rules.yaml: rules.sequential: no sequential rule is registered; add "
                          "stage_one_seeds, further_seeds, seeds_needed_at_most and spending before the first look")
     print("\n".join(report(registry.rules, registry.claims, judged)))
-    if not argv:
+    if not args.write:
         return
     try:
         why_not = ready_to_look(load_registration()["date"])
@@ -179,6 +187,3 @@ def main(argv=sys.argv[1:]):
           f"conditions in {len(content['studies'])} stage-2 studies; run `dvc repro resolve`, then each one's "
           "pretrain_stage2@ and evaluate_stage2@ stage")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,8 @@
 """`make repro`: bring every result up to date with the code and params, and never retrain silently.
 
-    python -m tools.repro [--retrain]
-    python -m tools.repro --set KEY=VALUE [--set ...] [--retrain]     # `make exp SET=KEY=VALUE`
-    python -m tools.repro --status                                    # `make status`: runs nothing
+    python -m replication repro [--retrain]                               # `make repro`
+    python -m replication exp --set KEY=VALUE [--set ...] [--retrain]     # `make exp SET=KEY=VALUE`
+    python -m replication status                                          # `make status`: runs nothing
 
 A clone carries the results, the report and dvc.lock (git), but not the datasets and checkpoints
 (DVC's cache). Plain `dvc repro` would take them for stale and retrain for hours. This runs
@@ -35,11 +35,11 @@ import yaml
 
 from replication.committed import FileError, read_lock, read_stage_times
 from replication.io import WriteError, atomic_path, load_yaml, require_inside
-from tools.check import INSIDE
-from tools.workspace import Stopped, one_at_a_time, saved, signals_stop
+from .check import INSIDE
+from .workspace import Stopped, one_at_a_time, saved, signals_stop
 
 MISSING = {"deleted", "not in cache"}
-RUN_COST = "reports/pilot/run_cost.json"     # tools.run_cost: the registered run's estimate
+RUN_COST = "reports/pilot/run_cost.json"     # cli.run_cost: the registered run's estimate
 SUMMARY = "reports/summary.json"
 
 
@@ -78,7 +78,7 @@ def stop(process, grace=30):
 
 def dvc_command():
     """The dvc on PATH (make puts .venv/bin first), else the one beside this interpreter (the
-    project's .venv/bin, for `.venv/bin/python -m tools.relock`); one line when there is neither."""
+    project's .venv/bin, for `.venv/bin/python -m replication relock`); one line when there is neither."""
     beside = Path(sys.executable).with_name("dvc")
     found = shutil.which("dvc") or (str(beside) if beside.exists() else None)
     if not found:
@@ -215,7 +215,7 @@ def in_run_order(stages):
 
 
 def run_estimates(path=RUN_COST, root="."):
-    """{stage: seconds} of the registered run's estimate (tools.run_cost) for its pretrain and
+    """{stage: seconds} of the registered run's estimate (cli.run_cost) for its pretrain and
     evaluate stages; a stage-2 study's (analysis/stage_two.yaml) is its study's, in proportion to
     the runs (conditions x seeds) it has of the study's. Empty without an estimate."""
     if not Path(path).exists():
@@ -304,25 +304,67 @@ def report_status(status, lock, times):
               "they count as current.")
 
 
-def main(argv):
-    signals_stop()                  # SIGTERM and SIGHUP stop it as Ctrl-C does
-    require_inside(INSIDE)          # DVC writes dvc.lock, and reads analysis/stage_two.yaml
-    one_at_a_time()                 # one make entry at a time in this clone
-    if "--status" in argv:
+def add_arguments(parser):
+    parser.add_argument("--retrain", action="store_true",
+                        help="retrain what this clone lacks (datasets, checkpoints) where a stale stage needs it "
+                             "(`make repro RETRAIN=1`); without it nothing runs then, and the stages are named")
+
+
+def add_exp_arguments(parser):
+    parser.add_argument("--set", action="append", required=True, metavar="KEY=VALUE",
+                        help="a value of params.yaml, as `dvc exp run -S` takes it (`make exp SET=KEY=VALUE`); "
+                             "several separated by spaces, or --set again")
+    parser.add_argument("--retrain", action="store_true",
+                        help="run it even when it retrains what this clone lacks (`make exp SET=... RETRAIN=1`)")
+
+
+def guarded(work):
+    """`work()`'s exit status, run as a make entry: SIGTERM and SIGHUP stop it as Ctrl-C does, one
+    line and exit status 130; a damaged committed file or a refused write is one line and 2."""
+    try:
+        signals_stop()                  # SIGTERM and SIGHUP stop it as Ctrl-C does
+        require_inside(INSIDE)          # DVC writes dvc.lock, and reads analysis/stage_two.yaml
+        one_at_a_time()                 # one make entry at a time in this clone
+        return work()
+    except KeyboardInterrupt as e:
+        print(interrupted(e), file=sys.stderr)
+        return 130
+    except (FileError, WriteError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def run_status(args):
+    """`make status`: what is truly stale; runs nothing."""
+    def status():
         times = read_stage_times()
         report_status(stage_status(), read_lock(), times)
         return 0
-    if any(arg.startswith("--set=") for arg in argv):       # `make exp SET=...`: its words, split here
-        sets = [item for arg in argv if arg.startswith("--set=") for item in arg.split("=", 1)[1].split()]
+    return guarded(status)
+
+
+def run_exp(args):
+    """`make exp SET=...`: its words, split here."""
+    def exp():
+        sets = [item for value in args.set for item in value.split()]
         if not sets:
             raise SystemExit("error: SET is empty: give KEY=VALUE, e.g. `make exp SET=evaluate.probe_steps=1000`")
-        return experiment(sets, "--retrain" in argv)
+        return experiment(sets, args.retrain)
+    return guarded(exp)
+
+
+def run(args):
+    """`make repro`."""
+    return guarded(lambda: bring_up_to_date(args.retrain))
+
+
+def bring_up_to_date(retrain_allowed):
     resolved = run_resolve()
     status, lock = stage_status(), read_lock()
     times = read_stage_times()
     stale, retrain = plan(status, lock)
     in_progress = registered_run_in_progress()
-    if in_progress and stale and "--retrain" not in argv:
+    if in_progress and stale and not retrain_allowed:
         report_progress(in_progress, in_run_order(stale), times)
         return 0
     if stale:
@@ -331,7 +373,7 @@ def main(argv):
         named, total = minutes(retrain, times)
         print(f"This clone lacks data or checkpoints these need; recreating them retrains {named}: "
               f"about {total:.0f} minutes in all.")
-        if "--retrain" not in argv:
+        if not retrain_allowed:
             print(f"{what_ran(resolved)} Fetch them from a team remote with `dvc pull` (README: Sharing "
                   "checkpoints), or retrain with `make repro RETRAIN=1`.")
             return 1
@@ -377,7 +419,7 @@ def with_values(text, sets):
 def plan_experiment(sets):
     """(stale, retrain) of the experiment, planned with its values applied to params.yaml, which,
     resolved/ and dvc.lock are then put back as they were, whatever happens (an error, Ctrl-C,
-    SIGTERM, SIGHUP; after SIGKILL, by the next make entry: tools/workspace.py)."""
+    SIGTERM, SIGHUP; after SIGKILL, by the next make entry: cli/workspace.py)."""
     text = with_values(Path("params.yaml").read_text(), sets)
     with saved(PUT_BACK):
         with atomic_path("params.yaml") as tmp:
@@ -413,13 +455,3 @@ def _absent_note(absent):
     return (f" {len(absent)} stages have their datasets or checkpoints in DVC's cache, not in this clone "
             "(`dvc pull` fetches them from a team remote); they count as current.")
 
-
-if __name__ == "__main__":
-    try:
-        raise SystemExit(main(sys.argv[1:]))
-    except KeyboardInterrupt as e:
-        print(interrupted(e), file=sys.stderr)
-        raise SystemExit(130) from None
-    except (FileError, WriteError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None

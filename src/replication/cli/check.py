@@ -2,17 +2,17 @@
 analysis/stage_two.yaml: dvc.yaml's foreach and vars, with a YAML reader that expands an alias bomb
 without end). The first problem is one line on stderr and exit status 2; nothing is written.
 
-    python -m tools.check
+    python -m replication check
 
 - no file that the pipeline or a make entry reads or writes leads out of the repository through a
   symlink (replication.io.inside): the pipeline's folders, and dvc.yaml, dvc.lock, README.md, docs/
-  (tools/readme.py writes both), analysis/;
+  (cli/readme.py writes both), analysis/;
 - no other make entry is running in this clone, and what a killed one left changed is put back first
-  (tools/workspace.py);
+  (cli/workspace.py);
 - params.yaml passes the config check, device: cuda only where torch sees a GPU (replication.run.config);
 - analysis/stage_two.yaml passes the same YAML checks, its types and the one name pattern
   (replication.run.stage_two.read_selection), and a choice in it is the sequential rule's on the
-  interim analysis it names (tools.look.check_look);
+  interim analysis it names (cli.look.check_look);
 - dvc.lock passes the same YAML checks and is a mapping of stages (replication.committed.read_lock);
 - every committed JSON file under results/ and reports/ parses, and the times and steps of
   reports/stage_times.json and of the training records are in range (replication.committed).
@@ -22,13 +22,13 @@ import sys
 from replication.committed import FileError, check_committed, read_lock
 from replication.io import PIPELINE, require_inside
 from replication.run.config import ParamsError, load_params
-from tools.look import check_look
-from tools.workspace import one_at_a_time
+from .look import check_look
+from .workspace import one_at_a_time
 
 INSIDE = (*PIPELINE, "dvc.yaml", "dvc.lock", "README.md", "docs", "analysis")   # what DVC and the tools read or write
 
 
-def main():
+def run(args=None):
     require_inside(INSIDE)
     one_at_a_time()                 # none while another make entry changes the workspace; after a killed one, put back
     params = load_params()
@@ -42,6 +42,3 @@ def main():
     print(f"params ok (profile {params.profile})")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

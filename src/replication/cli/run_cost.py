@@ -1,7 +1,7 @@
 """What the registered run of params.yaml will cost on this CPU and on the slowest CPU seen, per
 stage and with its sequential second stage at the registered cap, before it is run.
 
-    python -m tools.run_cost [--measure] [--reference COMMIT] [--precision bf16]
+    python -m replication run-cost [--measure] [--reference COMMIT] [--precision bf16]
 
 --measure times every condition of params.yaml here (MEASURED_STEPS steps of one condition of each
 cost group, in two processes of one torch thread side by side, as the stages run) in the run's
@@ -14,16 +14,13 @@ processes (`makespan`). Stage 2 (rules.sequential in analysis/rules.yaml) runs a
 conditions. The slowest CPU seen (SLOWEST) is reached by the ratio of its fp32 step of the default arm
 to this CPU's. Writes reports/pilot/run_cost.json and run_cost.md.
 """
-import argparse
 import json
 import multiprocessing
 import subprocess
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from replication.io import cpu_model, read_json, write_json
 from replication.judge.registry import load_registry
@@ -121,7 +118,7 @@ def here_step_seconds(condition, precision, path=STEP_TIME):
     measured = read_json(path) if path.exists() else {}
     if measured.get("cpu") != cpu_model() or f"{condition}|{precision}" not in measured["step_s"]:
         raise SystemExit(f"{path}: no step time of {condition} ({precision}) on this CPU; run "
-                         "`python -m tools.run_cost --measure`")
+                         "`python -m replication run-cost --measure`")
     return measured["step_s"][f"{condition}|{precision}"]
 
 
@@ -192,12 +189,16 @@ def markdown(out):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference", default=REFERENCE)
+def add_arguments(parser):
+    parser.add_argument("--reference", default=REFERENCE, metavar="COMMIT",
+                        help=f"the reference run's commit, whose evaluation records fit the evaluation cost "
+                             f"(default: {REFERENCE})")
     parser.add_argument("--precision", default=None, help="default: the resolved execution's")
-    parser.add_argument("--measure", action="store_true", help="time the default arm's step here first")
-    args = parser.parse_args(argv)
+    parser.add_argument("--measure", action="store_true", help="time every condition's step here first "
+                        "(reports/pilot/step_time.json)")
+
+
+def run(args):
     precision = args.precision or read_resolved("pretrain/simclr_mocov2", StudyConfig).execution.precision
     if args.measure:
         measure(precision)
@@ -206,6 +207,3 @@ def main(argv=None):
     (OUT / "run_cost.md").write_text(markdown(out))
     print(markdown(out))
 
-
-if __name__ == "__main__":
-    main()

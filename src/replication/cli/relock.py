@@ -1,9 +1,9 @@
 """Record a code edit that changes no result in dvc.lock, without rerunning the stages it touches.
 
-    python -m tools.relock            # list what it would record, change nothing
-    python -m tools.relock --write    # record it
-    python -m tools.relock --moved --write
-                                      # also code at paths dvc.lock does not know yet (modules moved)
+    python -m replication relock            # list what it would record, change nothing
+    python -m replication relock --write    # record it
+    python -m replication relock --moved --write
+                                            # also code at paths dvc.lock does not know yet (modules moved)
 
 Every stage depends on the modules it imports, so a new check in src/replication/run/config.py makes
 every stage stale, and on a clone without DVC's cache `dvc commit` refuses (the checkpoints are not
@@ -13,7 +13,7 @@ file, or a folder of modules, under src/, experiments/, analysis/, tools/) or an
 missing from this clone; a stage with an edited parameter, configuration, registered file
 (analysis/claims.yaml, analysis/registration*.json, or judging code that differs from the latest
 registration or its code amendment) or result is left stale for `dvc repro`, and the file that keeps
-it stale is named. Judging code is recorded only after `python -m tools.register --code-moved`.
+it stale is named. Judging code is recorded only after `python -m replication register --code-moved`.
 
 Use it only when the edit provably changes no result, e.g. after checking that `resolve` writes the
 same files for every profile; otherwise rerun the stages (`make repro-stage STAGE=...`).
@@ -24,9 +24,9 @@ from pathlib import Path
 from replication.committed import FileError, read_lock
 from replication.io import require_inside
 from replication.judge.registration import RegistrationError, unregistered_changes
-from tools.check import INSIDE
-from tools.repro import MISSING, recorded, stage_status
-from tools.workspace import one_at_a_time
+from .check import INSIDE
+from .repro import MISSING, recorded, stage_status
+from .workspace import one_at_a_time
 
 CODE = ("src/", "experiments/", "analysis/", "tools/")
 
@@ -52,8 +52,8 @@ def blocker(changes, known, moved=False, registered=frozenset()):
             for path, state in entries.items():
                 held = sorted(r for r in registered if r == path or r.startswith(path.rstrip("/") + "/"))
                 if held:
-                    return (f"{held[0]} differs from the registration: amend it first with `python -m tools.register "
-                            "--code-moved` (or --rules-changed)")
+                    return (f"{held[0]} differs from the registration: amend it first with "
+                            "`python -m replication register --code-moved` (or --rules-changed)")
                 missing = isinstance(state, str) and state in MISSING and path in known
                 edited_code = kind == "changed deps" and state == "modified" and is_code(path) \
                     and (path in known or moved)
@@ -88,7 +88,14 @@ def relock(stages):
                 info.stage.dump(update_pipeline=False)
 
 
-def main(argv):
+def add_arguments(parser):
+    parser.add_argument("--write", action="store_true", help="record it (without: list what it would record, "
+                        "change nothing)")
+    parser.add_argument("--moved", action="store_true", help="also code at paths dvc.lock does not know yet "
+                        "(modules moved)")
+
+
+def run(args):
     require_inside(INSIDE)          # it writes dvc.lock
     one_at_a_time()
     try:
@@ -97,15 +104,12 @@ def main(argv):
     except (RegistrationError, FileError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    ok, left = relockable(stage_status(), lock, moved="--moved" in argv, registered=registered)
+    ok, left = relockable(stage_status(), lock, moved=args.moved, registered=registered)
     for stage in ok:
-        print(f"{'recorded' if '--write' in argv else 'would record'}: {stage} (edited code only)")
+        print(f"{'recorded' if args.write else 'would record'}: {stage} (edited code only)")
     for stage, why in left.items():
         print(f"left stale: {stage} ({why}: rerun it)")
-    if "--write" in argv and ok:
+    if args.write and ok:
         relock(ok)
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """The generated blocks of README.md and docs/, written from files the pipeline wrote (never typed).
 
-    python -m tools.readme                # rewrite every block between its markers (PAGES)
-    python -m tools.readme --check        # exit 1 if a page is out of date
+    python -m replication readme                # rewrite every block between its markers (PAGES)
+    python -m replication readme --check        # exit 1 if a page is out of date
 
 Each block sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->` in the page PAGES names for it:
 in README.md the studies' answers (reports/claims.json, the counts of reports/summary.json) and the
@@ -26,8 +26,8 @@ from replication.report.claims_view import counts_text, lore, ours, published_te
 from replication.report.headroom import headroom
 from replication.report.deviations import REFERENCE_ARM
 from replication.report.markdown import cell
-from tools.check import INSIDE
-from tools.timing import RECORD as TIMING, TRAINING
+from .check import INSIDE
+from .timing import RECORD as TIMING, TRAINING
 
 
 def _load(path):
@@ -343,7 +343,18 @@ def render(text, names, page="README.md"):
     return text
 
 
-def main(argv):
+def add_arguments(parser):
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page is out of date")
+
+
+def run(args):
+    try:
+        return write_pages(args.check)
+    except (RecordError, FileError, WriteError, PageError) as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def write_pages(check):
     require_inside(INSIDE)
     pages = {}
     for page, names in PAGES.items():
@@ -354,7 +365,7 @@ def main(argv):
         current = path.read_text()
         pages[path] = (current, render(current, names, page))
     stale = [str(path) for path, (current, updated) in pages.items() if updated != current]
-    if "--check" in argv:
+    if check:
         if stale:
             print(f"{', '.join(stale)} out of date with the pipeline's files: run `make readme`", file=sys.stderr)
             return 1
@@ -365,9 +376,3 @@ def main(argv):
                 tmp.write_text(updated)
     return 0
 
-
-if __name__ == "__main__":
-    try:
-        raise SystemExit(main(sys.argv[1:]))
-    except (RecordError, FileError, WriteError, PageError) as e:
-        raise SystemExit(f"error: {e}") from None

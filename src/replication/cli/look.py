@@ -1,11 +1,11 @@
-"""The sequential look of a registered run (tools/sequential.py), made once and bound to the interim
+"""The sequential look of a registered run (cli/sequential.py), made once and bound to the interim
 analysis it was made from: analysis/stage_two.yaml's stage_two.chosen_from names the commit that
 wrote stage 1's reports/claims.json and that file's sha256.
 
 - look_made: whether the look was made (the file, or a version of it committed since the run's
-  registration record, binds or chooses something): tools.sequential then refuses --write and
+  registration record, binds or chooses something): cli.sequential then refuses --write and
   says where it was made;
-- check_look: make's check (tools/check.py) before every DVC command: a choice in the file is the
+- check_look: make's check (cli/check.py) before every DVC command: a choice in the file is the
   rule's on the interim analysis it names.
 
 Light on purpose (no torch): make's check imports it.

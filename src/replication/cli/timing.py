@@ -1,6 +1,7 @@
 """Run `dvc repro`, timing it and each stage it runs.
 
-    python -m tools.timing dvc repro [-f] [-s STAGE]
+    python -m replication repro-all [--dvc DVC]             # dvc repro -f
+    python -m replication repro-stage STAGE [--dvc DVC]     # dvc repro -f -s STAGE
 
 After a forced run in which every stage ran, writes reports/repro_timing.json (command, seconds,
 the stages that ran, date, CPU, profile) so README and the report can quote a measured figure for
@@ -12,7 +13,7 @@ reused results (not forced) records nothing: it never stands for a full one.
 The time spent in DVC itself is the wall time during which no stage command (a child process of
 dvc running experiments/) was alive, sampled every 100 ms.
 
-`-s STAGE` must name a stage that `dvc stage list` lists (an empty or unknown STAGE is refused in one
+repro-stage's STAGE must name a stage that `dvc stage list` lists (an empty or unknown STAGE is refused in one
 line before DVC starts). One Ctrl-C stops DVC, its stage and the sampler, records nothing, and exits
 130 with one line.
 
@@ -20,6 +21,7 @@ line before DVC starts). One Ctrl-C stops DVC, its stage and the sampler, record
 """
 import datetime
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -34,9 +36,9 @@ from contrastive.train import cpu_capabilities
 from replication.committed import FileError, read_stage_times
 from replication.io import cpu_model, require_inside, write_json
 from replication.run.config import NAME
-from tools.check import INSIDE
-from tools.repro import interrupted, stop
-from tools.workspace import one_at_a_time, signals_stop
+from .check import INSIDE
+from .repro import dvc_command, interrupted, stop
+from .workspace import one_at_a_time, signals_stop
 
 RECORD = "reports/repro_timing.json"
 STAGE_RECORD = "reports/stage_times.json"
@@ -91,7 +93,47 @@ def stage_refusal(argv, every_stage):
     return None
 
 
-def main(argv):
+def add_dvc_argument(parser):
+    parser.add_argument("--dvc", metavar="DVC", help="the dvc to run (default: the one on PATH, else the one "
+                        "beside this Python)")
+
+
+def add_stage_arguments(parser):
+    parser.add_argument("stage", metavar="STAGE", help="a stage that `dvc stage list` names, e.g. pretrain@head")
+    add_dvc_argument(parser)
+
+
+def dvc_path(given):
+    """The dvc to run: `given`, else the one repro.dvc_command finds, shown relative to the repository
+    when it lies in it (reports/repro_timing.json quotes the command: `.venv/bin/dvc repro -f`)."""
+    if given:
+        return str(given)
+    found = dvc_command()
+    inside = os.path.relpath(found)
+    return inside if not inside.startswith("..") else found
+
+
+def run_all(args):
+    """`make repro-all`: every stage, forced."""
+    return timed([dvc_path(args.dvc), "repro", "-f"])
+
+
+def run_stage(args):
+    """`make repro-stage STAGE=...`: one stage, forced."""
+    return timed([dvc_path(args.dvc), "repro", "-f", "-s", args.stage])
+
+
+def timed(argv):
+    """`argv` (dvc repro ...) run and timed; its exit status, and 130 with one line after Ctrl-C."""
+    try:
+        return time_repro(argv)
+    except KeyboardInterrupt as e:
+        print(f"{interrupted(e)}; no time recorded", file=sys.stderr)
+        return 130
+
+
+def time_repro(argv):
+    """Run `argv` (dvc repro ...), timing it and its stages; its exit status."""
     signals_stop()                  # SIGTERM and SIGHUP stop it as Ctrl-C does
     require_inside(INSIDE)          # DVC writes dvc.lock
     one_at_a_time()
@@ -169,10 +211,3 @@ def stage_precision(stage, resolved="resolved"):
         return "fp32"
     return json.loads(Path(resolved, TRAINING[kind].format(study)).read_text())["execution"]["precision"]
 
-
-if __name__ == "__main__":
-    try:
-        raise SystemExit(main(sys.argv[1:]))
-    except KeyboardInterrupt as e:
-        print(f"{interrupted(e)}; no time recorded", file=sys.stderr)
-        raise SystemExit(130) from None

@@ -1,10 +1,10 @@
 """What moved between two judged runs: verdict changes, effect shifts and, with --causes, what
 changed in between to move each verdict.
 
-    python -m tools.compare                     # git HEAD against the working tree
-    python -m tools.compare OLD [NEW]           # revisions (NEW: the working tree when omitted), or
-                                                # claims files / REV:path (e.g. HEAD~3:reports/claims.json)
-    python -m tools.compare OLD [NEW] --causes  # each moved verdict with its cause; new arms' costs
+    python -m replication compare                     # git HEAD against the working tree
+    python -m replication compare OLD [NEW]           # revisions (NEW: the working tree when omitted), or
+                                                      # claims files / REV:path (e.g. HEAD~3:reports/claims.json)
+    python -m replication compare OLD [NEW] --causes  # each moved verdict with its cause; new arms' costs
 
 Effect shifts: a rerun on another CPU or thread count is a second realisation of the same study:
 effects move a little, and a verdict near a threshold may flip. A shift larger than the old
@@ -40,7 +40,6 @@ amendments in analysis/rules.yaml name it.
 import json
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -320,11 +319,26 @@ def costs_markdown(rows, dropped):
     return "\n".join(lines)
 
 
-def main(argv):
+def add_arguments(parser):
+    parser.add_argument("old", metavar="OLD", nargs="?", help="a revision, a claims file or REV:path (default: "
+                        "git HEAD)")
+    parser.add_argument("new", metavar="NEW", nargs="?", help="the same (default: the working tree)")
+    parser.add_argument("--causes", action="store_true", help="each moved verdict with its cause, and new arms' "
+                        "costs (revisions only; needs OLD)")
+
+
+def run(args):
+    try:
+        return compare_runs(args)
+    except (RecordError, FileError) as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def compare_runs(args):
     require_inside()
-    causes = "--causes" in argv
-    revs = [a for a in argv if a != "--causes"]
-    if len(revs) > 2 or (causes and not revs):
+    causes = args.causes
+    revs = [rev for rev in (args.old, args.new) if rev is not None]
+    if causes and not revs:
         raise SystemExit(__doc__.split("\n\n")[1])
     old, new = (revs + [None, None])[:2] if revs else ("HEAD", None)
     print("\n".join(compare(load(old), load(new))))
@@ -336,9 +350,3 @@ def main(argv):
             print("\n" + costs_markdown(*arm_costs(old_arms)))
     return 0
 
-
-if __name__ == "__main__":
-    try:
-        raise SystemExit(main(sys.argv[1:]))
-    except (RecordError, FileError) as e:
-        raise SystemExit(f"error: {e}") from None
