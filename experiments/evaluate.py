@@ -21,8 +21,9 @@ from pydantic import ValidationError
 
 from replication.run.config import EvaluateConfig, ParamsError, RunConfig, StudyConfig, check_name, read_resolved
 from replication.io import stage_outputs, write_json
-from replication.run.evaluate import CheckpointError, evaluate_run
-from replication.run.train import map_runs, run_name
+from replication.run.evaluate import CheckpointError, evaluate_run, evaluation_tasks
+from replication.run.engine import map_runs, release
+from replication.run.train import run_name
 
 
 def fail(message):
@@ -62,15 +63,16 @@ def main(argv):
     config = read_resolved("evaluate", EvaluateConfig)
     runs = [run_name(study.study, name, seed) for name in study.conditions for seed in study.seeds]
     check_records(study.study, runs)
-    folder = f"results/evaluate/{study.study}"
+    folder, taken = f"results/evaluate/{study.study}", []
     with stage_outputs(folder, prune=[folder]):
-        tasks = [(f"results/pretrain/{run}.json", config, study.data) for run in runs]
         try:
-            evaluations = map_runs(evaluate_run, tasks, read_resolved("workers")["workers"], desc=f"evaluate@{study.study}")
+            evaluations = map_runs(evaluate_run, evaluation_tasks(study, config), read_resolved("workers")["workers"],
+                                   desc=f"evaluate@{study.study}", taken=taken)
         except (CheckpointError, DataError) as e:
             fail(e)
         for run, evaluation in zip(runs, evaluations):
             write_json(f"results/evaluate/{run}.json", evaluation)
+    release(taken)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from contrastive.distributed import init_from_env, rank, select_device, world_si
 from contrastive.train import PrecisionError
 from replication.run.config import ParamsError, StudyConfig, check_name, read_resolved
 from replication.io import stage_outputs
-from replication.run.train import map_runs, save_run, train_run, training_tasks
+from replication.run.engine import map_runs, release
+from replication.run.train import save_run, train_run, training_tasks
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
@@ -35,11 +36,14 @@ if __name__ == "__main__":
     workers = read_resolved("workers")["workers"] if world_size() == 1 else 1
     # what a run killed mid-save left behind (ignored by DVC, see .dvcignore): rank 0's to remove
     outputs = (f"artifacts/pretrain/{study.study}", f"results/pretrain/{study.study}") if rank() == 0 else ()
+    taken = []          # the runs the scheduler did ahead (run/engine.py), released once written
     with stage_outputs(*outputs, prune=outputs):
         try:
-            for record, states in map_runs(train_run, training_tasks(study), workers, desc=f"pretrain@{study.study}"):
+            for record, states in map_runs(train_run, training_tasks(study), workers, desc=f"pretrain@{study.study}",
+                                           taken=taken if world_size() == 1 else None):
                 if rank() == 0:
                     save_run(study.study, record, states)
         except (DataError, PrecisionError) as e:
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(1) from None
+    release(taken)

@@ -7,7 +7,7 @@ from functools import partial
 from replication.run.config import TinySimCLR, read_resolved
 from replication.examples import tiny_simclr
 from replication.io import stage_outputs, write_json
-from replication.run.train import map_runs
+from replication.run.engine import map_runs
 
 OUT = "results/examples/tiny_simclr.json"
 

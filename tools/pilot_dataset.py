@@ -42,7 +42,7 @@ from replication.run.config import GlyphsData, RunConfig
 from replication.run.datasets import same_class_negatives
 from replication.report.headroom import ARM_AT_MOST, CONTROL_AT_MOST, GAIN_AT_LEAST, SAME_CLASS_AT_MOST
 from replication.io import cpu_model, read_json, sha256, write_json
-from replication.run.train import map_runs
+from replication.run.engine import map_runs
 
 REPORT = Path("reports/pilot/glyphs100.json")
 ARMS = {"simclr": {}, "supcon": {"method": "supcon", "tau": 0.1}, "supervised": {"method": "supervised"}}

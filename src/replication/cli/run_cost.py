@@ -128,7 +128,7 @@ def studies():
 
 def makespan(seconds, workers):
     """Wall seconds of runs handed out longest first to `workers` processes, each taking the next
-    run as it becomes free (as replication.run.train.map_runs does)."""
+    run as it becomes free (as replication.run.engine.map_runs does)."""
     free = [0.0] * workers
     for run in sorted(seconds, reverse=True):
         free[free.index(min(free))] += run

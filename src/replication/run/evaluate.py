@@ -28,6 +28,7 @@ from contrastive.train import Timer, augment_options, check_precision
 from .calibration import RULE, recalibrate_bn
 from .config import RunConfig
 from .datasets import dataset_for
+from .train import run_name
 from ..io import cpu_model, digest, read_json, sha256
 from ..schema import excerpt
 
@@ -73,6 +74,13 @@ def load_checkpoint(checkpoint, record_path, root="."):
         raise CheckpointError(f"{checkpoint['path']}: contents do not match the sha256 in {record_path} "
                               f"(corrupted or truncated); {fix}")
     return torch.load(path, weights_only=True, map_location="cpu")
+
+
+def evaluation_tasks(study, evaluate_config):
+    """(training record, evaluation settings, data settings) of every run of a resolved study (a
+    StudyConfig), in the order of its conditions and seeds: evaluate_run's arguments."""
+    return [(f"results/pretrain/{run_name(study.study, name, seed)}.json", evaluate_config, study.data)
+            for name in study.conditions for seed in study.seeds]
 
 
 def evaluate_run(record_path, evaluate_config, data_settings, data_dir="data", root=".", cheap=False):

@@ -10,15 +10,10 @@ worker processes (spawned, one torch thread each by default): on a 2-core machin
 single-threaded runs use both cores better than one two-threaded run.
 """
 import math
-import multiprocessing
 import platform
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
-
-import contrastive.train
 
 from contrastive.distributed import run_on_ranks, select_device, world_size
 from contrastive.methods import build_method
@@ -26,30 +21,6 @@ from contrastive.train import Timer, check_precision, peak_rss_mb, train
 
 from .datasets import dataset_for
 from ..io import cpu_model, run_digest, save_torch, sha256, write_json
-
-
-def _take_line(lines):
-    """Worker initialiser: claim the next terminal line below the stage's bar for this worker's own
-    progress bar, so that parallel runs' bars do not overwrite each other."""
-    with lines.get_lock():
-        lines.value += 1
-        contrastive.train.PROGRESS_LINE = lines.value
-
-
-def map_runs(fn, tasks, workers, desc="runs"):
-    """[fn(*task) for task in tasks], in up to `workers` spawned processes, results in task order,
-    with a progress bar of the runs done (`desc`) on stderr when it is a terminal, and each worker's
-    own bars one line below it. Tasks are handed out in the given order, so put the longest first."""
-    if workers <= 1 or len(tasks) <= 1:
-        return [fn(*task) for task in tqdm(tasks, desc=desc, leave=False, disable=None if len(tasks) > 1 else True)]
-    context = multiprocessing.get_context("spawn")
-    lines = context.Value("i", 0)
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context, initializer=_take_line,
-                             initargs=(lines,)) as pool:
-        futures = [pool.submit(fn, *task) for task in tasks]
-        for _ in tqdm(as_completed(futures), total=len(futures), desc=desc, leave=False, disable=None):
-            pass
-        return [future.result() for future in futures]
 
 
 def run_name(study, condition, seed):
