@@ -14,7 +14,7 @@ from replication.cli.main import VERBS, main
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}       # this checkout's package
 EVERY = ("check", "repro", "status", "exp", "repro-all", "repro-stage", "register", "relock", "sequential",
-         "compare", "readme", "run-cost")
+         "compare", "readme", "schedule", "run-cost")
 
 
 def replication(*args):

@@ -54,6 +54,11 @@ VERBS = {
                "rewrite the generated blocks of README.md and docs/",
                "Rewrite the generated blocks of README.md and docs/ from the files the pipeline wrote (never "
                "typed); --check only says whether a page is out of date."),
+    "schedule": ("schedule", "add_arguments", "run",
+                 "every stale run at once on a Dask cluster, then the stages",
+                 "Every stale training run of every stage at once, then every stale evaluation, on a Dask "
+                 "cluster (a local one by default: one single-threaded worker per core); DVC then runs the "
+                 "stages, which take the runs done ahead and write their outputs and dvc.lock."),
     "run-cost": ("run_cost", "add_arguments", "run",
                  "what the registered run will cost, before it is run",
                  "What the registered run of params.yaml will cost on this CPU and on the slowest CPU seen, per "

@@ -13,6 +13,7 @@ A worker that dies mid-run loses only that run: Dask runs it again elsewhere, an
 is already on disk here. Without a scheduler the stage runs what it does not find, as before.
 """
 import hashlib
+import io
 import json
 import multiprocessing
 import os
@@ -61,12 +62,26 @@ def run_key(fn, task, code, root="."):
     return hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()
 
 
+def as_bytes(result):
+    """A run's result as torch.save writes it: what a worker sends back, so that every tensor keeps
+    its layout (Dask's own transfer of a tensor makes it contiguous, and a checkpoint written from it
+    would then differ in bytes from one written where the run ran)."""
+    buffer = io.BytesIO()
+    torch.save(result, buffer)
+    return buffer.getvalue()
+
+
+def _run_to_bytes(fn, *task):
+    return as_bytes(fn(*task))
+
+
 def keep(key, result, folder=RUNS):
-    """Store a run's result under its key, atomically: a killed writer leaves no entry."""
+    """Store a run's result (or its bytes: as_bytes) under its key, atomically: a killed writer
+    leaves no entry."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(folder / f"{key}.pt") as tmp, open(tmp, "wb") as f:
-        torch.save(result, f)
+    with atomic_path(folder / f"{key}.pt") as tmp:
+        tmp.write_bytes(result if isinstance(result, bytes) else as_bytes(result))
 
 
 def kept(key, folder=RUNS):
@@ -152,7 +167,8 @@ def run_ahead(client, fn, tasks, costs, code, folder=RUNS, on_done=None):
     from distributed import as_completed as arrived
     keys = [run_key(fn, task, code) for task in tasks]
     todo = [(key, task, cost) for key, task, cost in zip(keys, tasks, costs) if not Path(folder, f"{key}.pt").exists()]
-    futures = {client.submit(fn, *task, key=f"run-{key}", priority=cost, pure=False): key for key, task, cost in todo}
+    futures = {client.submit(_run_to_bytes, fn, *task, key=f"run-{key}", priority=cost, pure=False): key
+               for key, task, cost in todo}
     for future in arrived(futures):
         keep(futures[future], future.result(), folder)
         if on_done:

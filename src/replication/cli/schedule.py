@@ -2,7 +2,7 @@
 stage at once, then every stale evaluation, on a Dask cluster; DVC then runs the stages, which take
 the runs done ahead (replication/run/engine.py) and write their outputs and dvc.lock as always.
 
-    python -m tools.schedule [--force] [--workers N] [--scheduler ADDRESS]
+    python -m replication schedule [--force] [--workers N] [--scheduler ADDRESS]
 
 --force regenerates every stage, as `dvc repro -f`; without it, what `dvc status` finds stale.
 Without --scheduler a local cluster runs on this machine: as many single-threaded workers as its
@@ -11,15 +11,13 @@ cores and memory allow (--workers to choose). On a cluster, start `dask schedule
 (`make repro` of the data stage, or `dvc pull`), and pass --scheduler ADDRESS. A worker lost mid-run
 costs that run only; rerunning this command takes every finished run from .cache/runs.
 """
-import argparse
 import json
-import sys
 
 from replication.run.config import EvaluateConfig, StudyConfig, read_resolved
 from replication.run.engine import cluster_client, code_digest, run_ahead
 from replication.run.evaluate import evaluate_run, evaluation_tasks
 from replication.run.train import train_run, training_tasks
-from tools.repro import dvc
+from .repro import dvc
 
 RUN_STAGES = ("pretrain", "pretrain_stage2", "evaluate", "evaluate_stage2")
 
@@ -62,12 +60,13 @@ def repro(names, force):
         dvc("repro", *(["-f"] if force else []), "-s", name)
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(prog="python -m tools.schedule", description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
     parser.add_argument("--force", action="store_true", help="regenerate every stage (dvc repro -f)")
     parser.add_argument("--workers", type=int, help="local workers (default: as many as cores and memory allow)")
     parser.add_argument("--scheduler", help="the address of a running Dask scheduler (a cluster)")
-    args = parser.parse_args(argv)
+
+
+def run(args):
     dvc("repro", *(["-f"] if args.force else []), "data")          # resolve, then the datasets the runs read
     client = cluster_client(args.scheduler, args.workers)
     try:
@@ -84,9 +83,8 @@ def main(argv):
         if cluster:
             cluster.close()
     rest = [name for name in stages(args.force) if name.split("@")[0] not in RUN_STAGES and name not in ("resolve", "data")]
-    repro(rest, args.force) if args.force else dvc("repro")
+    if args.force:
+        repro(rest, force=True)
+    else:
+        dvc("repro")                        # whatever else is stale: the examples, analyze, report
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
