@@ -39,8 +39,10 @@ def cost(config):
 
 
 def training(names):
-    """(tasks, costs) of every run of these pretrain stages."""
-    tasks = [task for name in names for task in training_tasks(read_resolved(f"pretrain/{name.split('@')[1]}", StudyConfig))]
+    """(tasks, costs) of every run of these pretrain stages but those of several ranks: they start
+    their own processes, which a Dask worker (a daemon process) may not, so their stage runs them."""
+    tasks = [task for name in names for task in training_tasks(read_resolved(f"pretrain/{name.split('@')[1]}", StudyConfig))
+             if task[2].ranks == 1]
     return tasks, [cost(task[2]) for task in tasks]
 
 
